@@ -1,0 +1,48 @@
+# Two commands on a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The CPU build of torch, installed before the project so that the project's
+# torch range is already met and pip never downloads a CUDA build.
+TORCH_CPU := torch==2.13.0
+
+.PHONY: demo test lint install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet $(TORCH_CPU)
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# The bundled specs hold correct and seeded-buggy Functions, so a healthy demo
+# run exits 1 (bugs caught). Anything else (0: a bug slipped through; 2, 3: an
+# error) fails the demo.
+demo: install
+	@$(BIN)/gradverify check specs/; status=$$?; \
+	if [ $$status -ne 1 ]; then echo "demo: expected exit 1 (seeded bugs caught), got $$status"; exit 1; fi; \
+	echo; echo "demo: correct examples passed and the seeded bugs were caught (exit 1 is expected)."
+
+test: install-dev
+	$(BIN)/pytest -q
+	$(BIN)/lint-imports
+	$(BIN)/ruff check gradverify tests bench
+	$(BIN)/mypy
+
+lint: install-dev
+	$(BIN)/ruff check gradverify tests bench
+	$(BIN)/ruff format --check gradverify tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .gradverify_cache

@@ -1,0 +1,29 @@
+"""The check registry, keyed by public check id.
+
+Check modules import torch, so they are imported only when a check is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gradverify.checks.base import Check
+
+# id -> "module:Class"; the order is the order checks run in by default.
+REGISTRY: dict[str, str] = {
+    "forward": "gradverify.checks.forward:ForwardCheck",
+    "backward": "gradverify.checks.backward:BackwardCheck",
+    "finite_difference": "gradverify.checks.finite_difference:FiniteDifferenceCheck",
+    "gradcheck": "gradverify.checks.gradcheck:GradcheckCheck",
+    "gradgradcheck": "gradverify.checks.gradgradcheck:GradgradcheckCheck",
+}
+
+
+def get_check(check_id: str) -> Check:
+    """An instance of the check registered under `check_id`."""
+    module_name, class_name = REGISTRY[check_id].split(":")
+    check_class = getattr(importlib.import_module(module_name), class_name)
+    check: Check = check_class()
+    return check

@@ -1,0 +1,233 @@
+"""`backward`: what backward itself returns is well-formed, finite, deterministic and side-effect free."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.jacobian import differentiable_outputs, unravel
+from gradverify.inputs import fresh_copies
+from gradverify.results import Result, Status
+
+Gradients = tuple[Any, ...]  # one entry per forward argument
+
+
+class BackwardCheck:
+    """Backward's raw return: count, shape, dtype, device, finiteness, determinism, no in-place grad_output."""
+
+    id: ClassVar[str] = "backward"
+    description: ClassVar[str] = (
+        "backward returns one well-formed, finite gradient per argument, deterministically, "
+        "without modifying grad_output"
+    )
+
+    def run(self, context: CaseContext) -> list[Result]:
+        arguments = fresh_copies(context.arguments)
+        if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in arguments):
+            return [context.result(self.id, Status.SKIP, "no argument requires grad")]
+        try:
+            outputs = call_forward(context.target.call, arguments)
+        except UserCodeError as error:
+            return [crash_result(context, self.id, error)]
+        if not differentiable_outputs(outputs):
+            return [context.result(self.id, Status.SKIP, "no output is differentiable")]
+        grad_outputs = _grad_outputs(outputs, context.generator(salt=1))
+        snapshots = [(g.clone(), g._version) if g is not None else None for g in grad_outputs]
+        try:
+            first = _run_backward(context, outputs, arguments, grad_outputs)
+        except UserCodeError as error:
+            return [crash_result(context, self.id, error)]
+
+        problems = _modified_grad_outputs(context, self.id, grad_outputs, snapshots)
+        count_problem = _count_problem(context, self.id, first, arguments)
+        if count_problem is not None:
+            return [*problems, count_problem]
+        problems += _malformed(context, self.id, first, arguments)
+        if problems:
+            return problems
+        try:
+            again = _run_backward(context, outputs, arguments, [s[0].clone() if s else None for s in snapshots])
+        except UserCodeError as error:
+            return [crash_result(context, self.id, error)]
+        problems += _nondeterministic(context, self.id, first, again, arguments)
+        if problems:
+            return problems
+        return [context.result(self.id, Status.PASS, _summary(first, arguments))]
+
+
+def _grad_outputs(outputs: Sequence[Any], generator: torch.Generator) -> list[torch.Tensor | None]:
+    """Seeded random grad_outputs for differentiable outputs; zeros for the others, as autograd does."""
+    differentiable = {index for index, _ in differentiable_outputs(outputs)}
+    grads: list[torch.Tensor | None] = []
+    for index, output in enumerate(outputs):
+        if not isinstance(output, torch.Tensor):
+            grads.append(None)
+        elif index in differentiable:
+            random = torch.randn(output.shape, generator=generator, dtype=torch.float64)
+            grads.append(random.to(dtype=output.dtype, device=output.device))
+        else:
+            grads.append(torch.zeros_like(output))
+    return grads
+
+
+def _run_backward(
+    context: CaseContext, outputs: Sequence[Any], arguments: Sequence[Any], grad_outputs: Sequence[Any]
+) -> Gradients:
+    """backward's raw return, called directly where possible so that autograd casts nothing."""
+    node = _function_node(context, outputs)
+    if node is not None:
+        with torch.no_grad(), user_code("backward"):
+            raw = context.target.obj.backward(node, *grad_outputs)
+        return raw if isinstance(raw, tuple) else (raw,)
+    # A plain callable: ask autograd, which gives one gradient per differentiable argument.
+    differentiable = [index for index, a in enumerate(arguments) if isinstance(a, torch.Tensor) and a.requires_grad]
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs, strict=True) if isinstance(o, torch.Tensor) and o.requires_grad]
+    with user_code("backward"):
+        grads = torch.autograd.grad(
+            [o for o, _ in pairs], [arguments[i] for i in differentiable], [g for _, g in pairs],
+            retain_graph=True, allow_unused=True,
+        )
+    by_index = dict(zip(differentiable, grads, strict=True))
+    return tuple(by_index.get(index) for index in range(len(arguments)))
+
+
+def _function_node(context: CaseContext, outputs: Sequence[Any]) -> Any:
+    """The graph node of the user's Function (it is the `ctx` forward saw), if there is one."""
+    if not context.target.is_function:
+        return None
+    for _, output in differentiable_outputs(outputs):
+        node = output.grad_fn
+        if node is not None and getattr(type(node), "_forward_cls", None) is context.target.obj:
+            return node
+    return None
+
+
+def _count_problem(context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]) -> Result | None:
+    expected = len(arguments)
+    names = ", ".join(filter(None, (context.target.argument_name(i) for i in range(expected))))
+    if len(grads) < expected:
+        return context.result(
+            check, Status.FAIL,
+            f"backward returned {len(grads)} value(s), but forward takes {expected} argument(s) ({names})",
+            hint="return one gradient per forward argument, in order, with None for arguments that "
+            "have no gradient (literals, integer tensors)",
+        )
+    extra = [i for i in range(expected, len(grads)) if grads[i] is not None]
+    if extra:
+        return context.result(
+            check, Status.FAIL,
+            f"backward returned {len(grads)} values, but forward takes {expected} argument(s) ({names}); "
+            f"value {extra[0]} is not None",
+            hint="extra trailing values must be None",
+        )
+    return None
+
+
+def _malformed(context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]) -> list[Result]:
+    problems: list[Result] = []
+    for index, (argument, grad) in enumerate(zip(arguments, grads, strict=False)):
+        if grad is None:
+            continue
+        describe = context.describe_argument(index)
+
+        def fail(message: str, hint: str | None = None, element: tuple[int, ...] | None = None,
+                 index: int = index) -> None:
+            problems.append(context.result(check, Status.FAIL, message, input_index=index, hint=hint, element=element))
+
+        if not isinstance(grad, torch.Tensor):
+            fail(f"backward returned a {type(grad).__name__} as the gradient of {describe}; expected a tensor or None")
+        elif not isinstance(argument, torch.Tensor):
+            fail(f"backward returned a tensor gradient for {describe}, which is a {type(argument).__name__}, not a tensor",
+                 "return None for arguments that are not tensors")
+        elif not argument.requires_grad:
+            continue
+        elif grad.shape != argument.shape:
+            fail(f"gradient of {describe} has shape {list(grad.shape)}, but the argument has shape {list(argument.shape)}",
+                 _shape_hint(grad.shape, argument.shape))
+        elif grad.dtype != argument.dtype:
+            fail(f"gradient of {describe} is {_dtype(grad.dtype)}, but the argument is {_dtype(argument.dtype)}",
+                 "autograd silently casts it back, hiding the precision lost in backward; compute the "
+                 "gradient in the argument's dtype")
+        elif grad.device != argument.device:
+            fail(f"gradient of {describe} is on {grad.device}, but the argument is on {argument.device}")
+        elif not bool(torch.isfinite(grad).all()):
+            flat = int((~torch.isfinite(grad)).reshape(-1).nonzero()[0].item())
+            element = unravel(flat, grad.shape)
+            value = grad.reshape(-1)[flat].item()
+            fail(f"gradient of {describe} is {value} at element {list(element)} for finite inputs",
+                 "likely a division by zero or an overflow in backward", element)
+    return problems
+
+
+def _shape_hint(got: torch.Size, expected: torch.Size) -> str:
+    if got.numel() == expected.numel():
+        return "same number of elements in another shape: reshape the gradient to the argument's shape"
+    try:
+        torch.broadcast_shapes(got, expected)
+    except RuntimeError:
+        return "the shapes are not even broadcast-compatible"
+    return (
+        "a broadcast argument's gradient must be summed back to the argument's shape "
+        "(autograd would silently sum it, hiding a missing reduction)"
+    )
+
+
+def _modified_grad_outputs(
+    context: CaseContext, check: str, grad_outputs: Sequence[Any], snapshots: Sequence[Any]
+) -> list[Result]:
+    problems = []
+    for index, (grad, snapshot) in enumerate(zip(grad_outputs, snapshots, strict=True)):
+        if snapshot is None:
+            continue
+        original, version = snapshot
+        if grad._version != version or not torch.equal(grad, original):
+            problems.append(
+                context.result(
+                    check, Status.FAIL,
+                    f"backward modified grad_output {index} in place",
+                    output_index=index,
+                    hint="grad_output may be shared with other parts of the graph; compute a new tensor "
+                    "(grad_output * 2, not grad_output.mul_(2))",
+                )
+            )
+    return problems
+
+
+def _nondeterministic(
+    context: CaseContext, check: str, first: Gradients, again: Gradients, arguments: Sequence[Any]
+) -> list[Result]:
+    problems = []
+    for index, (one, two) in enumerate(zip(first, again, strict=False)):
+        if not isinstance(one, torch.Tensor) or not isinstance(two, torch.Tensor) or one.shape != two.shape:
+            continue
+        difference = (one.detach() - two.detach()).abs().to(torch.float64)
+        worst = float(difference.max().item()) if difference.numel() else 0.0
+        if worst > context.tolerance.nondet_tol:
+            flat = int(torch.argmax(difference).item())
+            problems.append(
+                context.result(
+                    check, Status.FAIL,
+                    f"backward is nondeterministic: two runs on the same inputs differ by {worst:.3g} "
+                    f"in the gradient of {context.describe_argument(index)}",
+                    input_index=index,
+                    element=unravel(flat, one.shape),
+                    analytical=float(one.reshape(-1)[flat].item()),
+                    numerical=float(two.reshape(-1)[flat].item()),
+                    max_abs_error=worst,
+                    hint="random numbers or atomics in backward; if that is intended, raise "
+                    "tolerance.nondet_tol",
+                )
+            )
+    return problems
+
+
+def _summary(grads: Gradients, arguments: Sequence[Any]) -> str:
+    returned = sum(1 for g in grads[: len(arguments)] if g is not None)
+    return f"{returned} gradient(s) for {len(arguments)} argument(s), well-formed and deterministic"
+
+
+def _dtype(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")

@@ -1,0 +1,128 @@
+"""What every check shares: the case it runs on, calling user code, building results."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import torch
+
+from gradverify.results import Result, Status
+from gradverify.spec.models import Tolerance
+from gradverify.target import Target
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+_EXAMPLES_DIR = str(Path(_PACKAGE_DIR) / "examples")
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+
+
+@dataclass(frozen=True)
+class CaseContext:
+    """One case of one target, as every check sees it."""
+
+    target: Target
+    case: str
+    arguments: tuple[Any, ...]  # in the declared dtypes; checks copy before use
+    tolerance: Tolerance
+    seed: int
+    spec_file: str | None = None
+    spec_line: int | None = None
+    earlier: tuple[Result, ...] = field(default=())  # results of checks run before on this case
+
+    def result(self, check: str, status: Status, message: str = "", **fields: Any) -> Result:
+        index = fields.get("input_index")
+        if index is not None and "input_name" not in fields:
+            fields["input_name"] = self.target.argument_name(index)
+        return Result(
+            target=self.target.spec,
+            case=self.case,
+            check=check,
+            status=status,
+            message=message,
+            spec_file=self.spec_file,
+            spec_line=self.spec_line,
+            **fields,
+        )
+
+    def describe_argument(self, index: int) -> str:
+        """`argument 1 (beta)`: position among all of forward's arguments, and its name."""
+        name = self.target.argument_name(index)
+        return f"argument {index} ({name})" if name else f"argument {index}"
+
+    def generator(self, salt: int) -> torch.Generator:
+        return torch.Generator().manual_seed((self.seed + 7919 * salt) % (2**63))
+
+
+class Check(Protocol):
+    """A check: a stable id, a one-line description, and a run over one case."""
+
+    id: ClassVar[str]
+    description: ClassVar[str]
+
+    def run(self, context: CaseContext) -> list[Result]: ...
+
+
+class UserCodeError(Exception):
+    """The user's forward or backward raised; a failure of the check, not of the run."""
+
+    def __init__(self, phase: str, error: BaseException) -> None:
+        self.phase = phase
+        self.error = error
+        self.location = _user_location(error)
+        where = f" at {self.location}" if self.location else ""
+        super().__init__(f"{phase} raised {type(error).__name__}{where}: {_first_line(error)}")
+
+    @property
+    def frames(self) -> tuple[str, ...]:
+        return tuple(_user_frames(self.error))
+
+
+@contextmanager
+def user_code(phase: str) -> Iterator[None]:
+    """Run the user's code, turning any exception it raises into UserCodeError."""
+    try:
+        yield
+    except UserCodeError:
+        raise
+    except Exception as error:
+        raise UserCodeError(phase, error) from error
+
+
+def call_forward(call: Callable[..., Any], arguments: Sequence[Any]) -> tuple[Any, ...]:
+    """Run forward and return its outputs as a tuple."""
+    with user_code("forward"):
+        outputs = call(*arguments)
+    return outputs if isinstance(outputs, tuple) else (outputs,)
+
+
+def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Result:
+    return context.result(check, Status.FAIL, str(error), details=error.frames)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _is_user_frame(filename: str) -> bool:
+    if filename.startswith(_EXAMPLES_DIR):  # the bundled examples are user code too
+        return True
+    return not filename.startswith((_PACKAGE_DIR, _TORCH_DIR, "<"))
+
+
+def _user_frames(error: BaseException) -> list[str]:
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user_frame(f.filename)]
+    lines = traceback.format_list(frames) + traceback.format_exception_only(type(error), error)
+    return [line.rstrip("\n") for line in "".join(lines).splitlines()]
+
+
+def _user_location(error: BaseException) -> str | None:
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user_frame(f.filename)]
+    if not frames:
+        return None
+    last = frames[-1]
+    return f"{Path(last.filename).name}:{last.lineno}"

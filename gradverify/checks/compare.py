@@ -1,0 +1,58 @@
+"""Compare an analytical Jacobian block against a numerical one, element by element."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How far analytical is from numerical, and where it is worst."""
+
+    mismatched: int  # entries outside atol + rtol * |numerical|
+    total: int
+    row: int  # of the worst entry (the largest absolute error among mismatches, or overall)
+    column: int
+    analytical: float
+    numerical: float
+    max_abs_error: float
+    max_rel_error: float
+    off: torch.Tensor  # bool mask of mismatching entries, the block's shape
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatched == 0
+
+
+def compare(analytical: torch.Tensor, numerical: torch.Tensor, atol: float, rtol: float) -> Comparison:
+    """Entry-wise |a - n| <= atol + rtol * |n|, as torch.autograd.gradcheck judges."""
+    analytical = analytical.to(torch.float64) if not analytical.is_complex() else analytical
+    numerical = numerical.to(analytical.dtype)
+    error = (analytical - numerical).abs()
+    error = torch.where(torch.isnan(error), torch.full_like(error, float("inf")), error)
+    off = error > atol + rtol * numerical.abs()
+    if error.numel() == 0:
+        return Comparison(0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, off)
+    ranked = torch.where(off, error, torch.full_like(error, -1.0)) if off.any() else error
+    flat = int(torch.argmax(ranked).item())
+    row, column = divmod(flat, error.shape[1])
+    relative = error / numerical.abs().clamp_min(1e-12)
+    return Comparison(
+        mismatched=int(off.sum().item()),
+        total=error.numel(),
+        row=row,
+        column=column,
+        analytical=_scalar(analytical[row, column]),
+        numerical=_scalar(numerical[row, column]),
+        max_abs_error=float(error.max().item()),
+        max_rel_error=float(torch.where(off, relative, torch.zeros_like(relative)).max().item())
+        if off.any()
+        else float(relative.max().item()),
+        off=off,
+    )
+
+
+def _scalar(value: torch.Tensor) -> float:
+    return float(value.real.item()) if value.is_complex() else float(value.item())

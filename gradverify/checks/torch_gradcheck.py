@@ -1,0 +1,90 @@
+"""Running torch.autograd.gradcheck/gradgradcheck and mapping their failures back to arguments.
+
+torch numbers inputs among those that require grad and outputs among those that are
+differentiable; users think in forward's positional arguments. This module translates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from gradverify.checks.base import call_forward
+
+_MISMATCH = re.compile(r"Jacobian (?:computed with forward mode )?mismatch for output (\d+) with respect to input (\d+)")
+
+KNOWN_FAILURES = {
+    "Backward is not reentrant": (
+        "backward is nondeterministic: running it twice on the same inputs gives different values",
+        "random numbers or atomics in backward; if intended, raise tolerance.nondet_tol",
+    ),
+    "undefined output grads": (
+        "backward does not handle an undefined (None) grad_output",
+        "treat a None grad_output as zeros, or keep ctx.set_materialize_grads(True)",
+    ),
+    "grad is incorrect": (
+        "backward returns a gradient of the wrong shape, dtype or device",
+        "see the `backward` check for details",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    output: int  # torch's index among differentiable outputs
+    input: int  # torch's index among inputs that require grad
+
+
+def parse_mismatch(message: str) -> Mismatch | None:
+    found = _MISMATCH.search(message)
+    return Mismatch(int(found.group(1)), int(found.group(2))) if found else None
+
+
+def explain_other_failure(message: str) -> tuple[str, str | None]:
+    """A readable (message, hint) for a gradcheck error that is not a Jacobian mismatch."""
+    for needle, (text, hint) in KNOWN_FAILURES.items():
+        if needle in message:
+            return text, hint
+    first = message.strip().splitlines()[0] if message.strip() else "gradcheck failed"
+    return first, None
+
+
+def tensor_outputs(call: Callable[..., Any]) -> Callable[..., tuple[torch.Tensor, ...]]:
+    """`call` with non-tensor outputs dropped, which torch's checkers cannot digest."""
+
+    def wrapped(*arguments: Any) -> tuple[torch.Tensor, ...]:
+        return tuple(o for o in call_forward(call, arguments) if isinstance(o, torch.Tensor))
+
+    return wrapped
+
+
+def first_order_grads(
+    call: Callable[..., Any], n_arguments: int, wrt: Sequence[int]
+) -> Callable[..., list[tuple[int, torch.Tensor]]]:
+    """What gradgradcheck differentiates: (args..., grad_outputs...) -> (argument, gradient) pairs.
+
+    Like torch, it keeps only the gradients that are not None, so position i in its result is
+    torch's "output i".
+    """
+
+    def grads(*values: Any) -> list[tuple[int, torch.Tensor]]:
+        forward_arguments = list(values[:n_arguments])
+        for index in wrt:  # perturbed copies arrive detached; they still need a graph
+            if not forward_arguments[index].requires_grad:
+                forward_arguments[index] = forward_arguments[index].detach().requires_grad_()
+        with torch.enable_grad():
+            outputs = [
+                o for o in call_forward(call, forward_arguments)
+                if isinstance(o, torch.Tensor) and o.requires_grad
+            ]
+            sources = [forward_arguments[i] for i in wrt]
+            produced = torch.autograd.grad(
+                outputs, sources, values[n_arguments:], create_graph=True, allow_unused=True
+            )
+        return [(index, g) for index, g in zip(wrt, produced, strict=True) if g is not None]
+
+    return grads

@@ -1,0 +1,72 @@
+"""Run the checks of every case of every target, in a deterministic order."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import torch
+
+from gradverify.checks import get_check
+from gradverify.checks.base import CaseContext
+from gradverify.inputs import DeviceUnavailable, build_inputs, case_seed
+from gradverify.results import Report, Result, Status
+from gradverify.spec.load import SpecEntry
+from gradverify.spec.models import Case
+from gradverify.target import Target, load_target
+
+
+@dataclass(frozen=True)
+class Job:
+    """One Function to verify: its spec and its loaded target."""
+
+    entry: SpecEntry
+    target: Target
+
+
+def prepare(entries: Sequence[SpecEntry], target_override: str | None = None) -> list[Job]:
+    """Load every target up front, so that a bad path fails before anything runs (TargetError)."""
+    jobs = []
+    for entry in entries:
+        name = target_override or entry.spec.target
+        assert name is not None, "targetless specs are rejected before the engine"
+        jobs.append(Job(entry, load_target(name)))
+    return jobs
+
+
+def run(jobs: Sequence[Job], seed: int | None = None, notes: Sequence[str] = ()) -> Report:
+    """Every check of every case; `seed` overrides the specs' seeds."""
+    results: list[Result] = []
+    for job in jobs:
+        for case in job.entry.spec.cases:
+            results.extend(run_case(job, case, job.entry.spec.seed if seed is None else seed))
+    return Report(results=tuple(results), notes=tuple(notes))
+
+
+def run_case(job: Job, case: Case, seed: int) -> list[Result]:
+    """The checks of one case, with the user's global RNG state saved and restored."""
+    spec = job.entry.spec
+    this_seed = case_seed(seed, case.name)
+    context = CaseContext(
+        target=job.target,
+        case=case.name,
+        arguments=(),
+        tolerance=spec.tolerance,
+        seed=this_seed,
+        spec_file=job.entry.file,
+        spec_line=job.entry.case_lines.get(case.name, job.entry.line),
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(this_seed)  # randomness inside the user's code repeats run to run
+        try:
+            context = replace(context, arguments=build_inputs(case, seed))
+        except DeviceUnavailable as missing:
+            return [context.result(check_id, Status.SKIP, str(missing)) for check_id in spec.checks]
+        results: list[Result] = []
+        for check_id in spec.checks:
+            started = time.perf_counter()
+            produced = get_check(check_id).run(replace(context, earlier=tuple(results)))
+            share = (time.perf_counter() - started) / max(len(produced), 1)
+            results.extend(replace(result, seconds=share) for result in produced)
+    return results

@@ -1,0 +1,125 @@
+"""Arguments for a case: seeded tensors and literals, never touching the global RNG."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from gradverify.spec.models import Case, LiteralInput, TensorInput
+
+_ALIASES = {"half": "float16", "float": "float32", "double": "float64", "cfloat": "complex64",
+            "cdouble": "complex128", "chalf": "complex32", "short": "int16", "int": "int32",
+            "long": "int64"}
+
+
+class DeviceUnavailable(Exception):
+    """The case asks for a device this machine does not have."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        super().__init__(f"device {device!r} is not available on this machine")
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, _ALIASES.get(name, name))
+    assert isinstance(dtype, torch.dtype), name
+    return dtype
+
+
+def case_seed(seed: int, case_name: str) -> int:
+    """A per-case seed that does not change when other cases are added or reordered."""
+    return (seed * 1_000_003 + zlib.crc32(case_name.encode())) % (2**63)
+
+
+def build_inputs(case: Case, seed: int) -> tuple[Any, ...]:
+    """The positional arguments of `case`, drawn from a generator seeded by `seed`."""
+    generator = torch.Generator().manual_seed(case_seed(seed, case.name))
+    arguments: list[Any] = []
+    for item in case.inputs:
+        if isinstance(item, TensorInput):
+            arguments.append(_tensor(item, generator))
+        elif isinstance(item, LiteralInput):
+            arguments.append(item.value)
+        else:
+            arguments.append(item)
+    return tuple(arguments)
+
+
+def _tensor(spec: TensorInput, generator: torch.Generator) -> torch.Tensor:
+    _require_device(spec.device)
+    dtype = torch_dtype(spec.dtype)
+    if spec.values is not None:
+        tensor = torch.tensor(spec.values, dtype=dtype)
+    else:
+        tensor = _random(spec.dims, dtype, spec.low, spec.high, generator)
+    tensor = tensor.to(spec.device)
+    return tensor.requires_grad_(spec.wants_grad)
+
+
+def _random(
+    shape: Sequence[int], dtype: torch.dtype, low: float, high: float, generator: torch.Generator
+) -> torch.Tensor:
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=generator) < 0.5
+    if not (dtype.is_floating_point or dtype.is_complex):
+        # Integers from low to high inclusive.
+        return torch.randint(int(low), int(high) + 1, tuple(shape), generator=generator, dtype=dtype)
+
+    def uniform() -> torch.Tensor:
+        return torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
+
+    if dtype.is_complex:
+        return torch.complex(uniform(), uniform()).to(dtype)
+    return uniform().to(dtype)
+
+
+def _require_device(device: str) -> None:
+    kind = device.split(":", 1)[0]
+    if kind == "cpu" or kind == "meta":
+        return
+    module = getattr(torch, kind, None)
+    available = module is not None and hasattr(module, "is_available") and module.is_available()
+    if not available:
+        raise DeviceUnavailable(device)
+
+
+def differentiable_indices(arguments: Sequence[Any]) -> list[int]:
+    """Positions of the tensor arguments that require grad."""
+    return [
+        index
+        for index, argument in enumerate(arguments)
+        if isinstance(argument, torch.Tensor) and argument.requires_grad
+    ]
+
+
+def fresh_copies(arguments: Sequence[Any], dtype: torch.dtype | None = None) -> tuple[Any, ...]:
+    """New leaf tensors with the same values and requires_grad; literals as they are.
+
+    With `dtype`, floating arguments are cast to it (complex ones to its complex twin).
+    """
+    copies: list[Any] = []
+    for argument in arguments:
+        if not isinstance(argument, torch.Tensor):
+            copies.append(argument)
+            continue
+        copy = argument.detach().clone()
+        if dtype is not None and copy.is_floating_point():
+            copy = copy.to(dtype)
+        elif dtype is not None and copy.is_complex():
+            copy = copy.to(torch.complex128 if dtype == torch.float64 else torch.complex64)
+        copies.append(copy.requires_grad_(argument.requires_grad))
+    return tuple(copies)
+
+
+def promoted_arguments(arguments: Sequence[Any]) -> list[tuple[int, torch.dtype]]:
+    """Arguments (index, declared dtype) that a float64 check promotes."""
+    return [
+        (index, argument.dtype)
+        for index, argument in enumerate(arguments)
+        if isinstance(argument, torch.Tensor)
+        and argument.requires_grad
+        and argument.dtype not in (torch.float64, torch.complex128)
+    ]

@@ -1,0 +1,103 @@
+"""Results as plain, frozen data. The JSON report is their plain form (a public contract)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+REPORT_VERSION = 1
+
+
+class Status(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+    WARN = "warn"
+
+
+@dataclass(frozen=True)
+class Result:
+    """The verdict of one check on one case, optionally about one argument or output."""
+
+    target: str
+    case: str
+    check: str
+    status: Status
+    message: str = ""
+    input_index: int | None = None
+    input_name: str | None = None
+    output_index: int | None = None
+    element: tuple[int, ...] | None = None
+    analytical: float | None = None
+    numerical: float | None = None
+    max_abs_error: float | None = None
+    seconds: float = 0.0
+    # Beyond the contract's core fields: evidence for people and renderers.
+    max_rel_error: float | None = None
+    mismatched: int | None = None  # elements out of tolerance
+    total: int | None = None  # elements compared
+    hint: str | None = None  # the likely cause, in plain words
+    notes: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()  # extra lines: a user traceback, a table of values
+    spec_file: str | None = None
+    spec_line: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status is Status.FAIL
+
+    def to_dict(self) -> dict[str, Any]:
+        plain = asdict(self)
+        plain["status"] = self.status.value
+        plain["element"] = list(self.element) if self.element is not None else None
+        plain["notes"] = list(self.notes)
+        plain["details"] = list(self.details)
+        return plain
+
+
+@dataclass(frozen=True)
+class Summary:
+    targets: int
+    cases: int
+    results: int
+    passed: int
+    failed: int
+    skipped: int
+    warnings: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one run found, in a deterministic order."""
+
+    results: tuple[Result, ...]
+    notes: tuple[str, ...] = field(default=())  # run-level remarks, e.g. "inputs inferred"
+
+    @property
+    def passed(self) -> bool:
+        return not any(result.failed for result in self.results)
+
+    @property
+    def summary(self) -> Summary:
+        by_status = {status: 0 for status in Status}
+        for result in self.results:
+            by_status[result.status] += 1
+        return Summary(
+            targets=len({result.target for result in self.results}),
+            cases=len({(result.target, result.case) for result in self.results}),
+            results=len(self.results),
+            passed=by_status[Status.PASS],
+            failed=by_status[Status.FAIL],
+            skipped=by_status[Status.SKIP],
+            warnings=by_status[Status.WARN],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": REPORT_VERSION,
+            "passed": self.passed,
+            "summary": asdict(self.summary),
+            "results": [result.to_dict() for result in self.results],
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,180 @@
+"""The spec format as pydantic models: a public contract, documented in the README.
+
+Nothing here imports torch: validating a spec must stay fast.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+CHECK_IDS: tuple[str, ...] = ("forward", "backward", "finite_difference", "gradcheck", "gradgradcheck")
+CheckId = Literal["forward", "backward", "finite_difference", "gradcheck", "gradgradcheck"]
+
+# torch dtype names (and their aliases) accepted in a spec, checked without importing torch.
+FLOATING_DTYPES = frozenset(
+    {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
+)
+COMPLEX_DTYPES = frozenset({"complex32", "chalf", "complex64", "cfloat", "complex128", "cdouble"})
+INTEGER_DTYPES = frozenset(
+    {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "short", "int32", "int", "int64", "long"}
+)
+DTYPE_NAMES = FLOATING_DTYPES | COMPLEX_DTYPES | INTEGER_DTYPES | {"bool"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tolerance(_Strict):
+    """Finite-difference step and comparison tolerances: |analytical - numerical| <= atol + rtol*|numerical|."""
+
+    eps: float = Field(1e-6, gt=0)
+    atol: float = Field(1e-5, ge=0)
+    rtol: float = Field(1e-3, ge=0)
+    nondet_tol: float = Field(0.0, ge=0)
+
+
+def _dims(values: Any) -> list[int]:
+    """The shape of a nested list, or ValueError if it is ragged or holds non-numbers."""
+    if isinstance(values, bool | int | float):
+        return []
+    if not isinstance(values, list):
+        raise ValueError(f"`values` must hold numbers or nested lists of numbers, not {values!r}")
+    if not values:
+        return [0]
+    inner = [_dims(item) for item in values]
+    if any(shape != inner[0] for shape in inner):
+        raise ValueError("`values` is ragged: every row must have the same length")
+    return [len(values), *inner[0]]
+
+
+class TensorInput(_Strict):
+    """A tensor argument: random (`shape`) or explicit (`values`)."""
+
+    shape: list[Annotated[int, Field(ge=0)]] | None = None
+    values: Any = None
+    dtype: str = "float64"
+    low: float = -1.0
+    high: float = 1.0
+    requires_grad: bool | None = None  # default: true for floating and complex dtypes
+    device: str = "cpu"
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, dtype: str) -> str:
+        name = dtype.removeprefix("torch.")
+        if name not in DTYPE_NAMES:
+            from gradverify.spec.suggest import did_you_mean
+
+            raise ValueError(f"unknown dtype {dtype!r}{did_you_mean(name, DTYPE_NAMES)}")
+        return name
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, device: str) -> str:
+        kind = device.split(":", 1)[0]
+        if kind not in {"cpu", "cuda", "mps", "xpu", "meta"}:
+            raise ValueError(f"unknown device {device!r}; use cpu or cuda (optionally cuda:N)")
+        return device
+
+    @model_validator(mode="after")
+    def _shape_or_values(self) -> TensorInput:
+        if (self.shape is None) == (self.values is None):
+            raise ValueError("a tensor input needs exactly one of `shape` or `values`")
+        if self.values is not None:
+            _dims(self.values)
+        if self.low >= self.high:
+            raise ValueError(f"`low` ({self.low}) must be less than `high` ({self.high})")
+        if self.requires_grad and not self.is_differentiable_dtype:
+            raise ValueError(f"requires_grad is only possible for floating or complex dtypes, not {self.dtype}")
+        return self
+
+    @property
+    def is_differentiable_dtype(self) -> bool:
+        return self.dtype in FLOATING_DTYPES or self.dtype in COMPLEX_DTYPES
+
+    @property
+    def wants_grad(self) -> bool:
+        return self.is_differentiable_dtype if self.requires_grad is None else self.requires_grad
+
+    @property
+    def dims(self) -> list[int]:
+        return list(self.shape) if self.shape is not None else _dims(self.values)
+
+
+class LiteralInput(_Strict):
+    """A literal written as `{value: ...}` (the way to pass a mapping as it is)."""
+
+    value: Any
+
+
+def _input_kind(raw: Any) -> str:
+    if isinstance(raw, TensorInput):
+        return "tensor"
+    if isinstance(raw, LiteralInput):
+        return "literal"
+    if isinstance(raw, dict):
+        # `{value: ...}` is a literal; any other mapping is meant as a tensor, so that
+        # a misspelt `shape` is reported against the tensor keys.
+        return "literal" if set(raw) == {"value"} else "tensor"
+    return "plain"
+
+
+# Tags that pydantic inserts into error locations; they are not keys of the YAML.
+INPUT_TAGS = frozenset({"tensor", "literal", "plain"})
+
+Input = Annotated[
+    Annotated[TensorInput, Tag("tensor")] | Annotated[LiteralInput, Tag("literal")] | Annotated[Any, Tag("plain")],
+    Discriminator(_input_kind),
+]
+
+
+class Case(_Strict):
+    """One set of inputs for the target, passed positionally to forward."""
+
+    name: str
+    inputs: list[Input] = Field(default_factory=list)
+
+
+class FunctionSpec(_Strict):
+    """How to verify one Function: its target, checks, tolerances and cases."""
+
+    target: str | None = None
+    gradient: Literal["exact"] = "exact"
+    checks: list[CheckId] = Field(default_factory=lambda: list(CHECK_IDS))
+    tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
+    seed: int = 0
+    cases: list[Case] = Field(min_length=1)
+
+    @field_validator("target")
+    @classmethod
+    def _target_form(cls, target: str | None) -> str | None:
+        if target is not None and (":" not in target or target.endswith(":") or target.startswith(":")):
+            raise ValueError(f"target {target!r} must look like `package.module:Attr` or `path/file.py:Attr`")
+        return target
+
+    @field_validator("cases")
+    @classmethod
+    def _unique_case_names(cls, cases: list[Case]) -> list[Case]:
+        seen: set[str] = set()
+        for case in cases:
+            if case.name in seen:
+                raise ValueError(f"case name {case.name!r} is used twice; case names must be unique")
+            seen.add(case.name)
+        return cases
+
+
+class MultiSpec(_Strict):
+    """A spec file holding several Functions under `functions:`."""
+
+    functions: list[FunctionSpec] = Field(min_length=1)

@@ -1,0 +1,187 @@
+"""Load a target given as `module.path:Attr` or `path/to/file.py:Attr`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import pkgutil
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from gradverify.errors import TargetError
+from gradverify.spec.suggest import did_you_mean
+
+_OUR_DIR = str(Path(__file__).resolve().parent)
+_IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A loaded target: what to call, and the names of its positional arguments."""
+
+    spec: str  # exactly as written by the user
+    obj: Any
+    call: Callable[..., Any]
+    parameters: tuple[str, ...]  # forward's positional parameters, without ctx
+    defaults: dict[str, Any] = field(default_factory=dict)
+    variadic: str | None = None  # name of forward's *args, if any
+    is_function: bool = False  # a torch.autograd.Function subclass
+    source_file: str | None = None
+    backward_line: int | None = None
+
+    def argument_name(self, index: int) -> str | None:
+        """forward's name for positional argument `index` (literals counted)."""
+        if index < len(self.parameters):
+            return self.parameters[index]
+        if self.variadic is not None:
+            return f"{self.variadic}[{index - len(self.parameters)}]"
+        return None
+
+    @property
+    def name(self) -> str:
+        return getattr(self.obj, "__qualname__", None) or self.spec.rsplit(":", 1)[-1]
+
+
+def load_target(spec: str) -> Target:
+    """Import the target's module and resolve its attribute; TargetError on any failure."""
+    if ":" not in spec:
+        raise TargetError(spec, "expected `package.module:Attr` or `path/to/file.py:Attr`")
+    module_part, attr_path = spec.rsplit(":", 1)
+    if not module_part or not attr_path:
+        raise TargetError(spec, "expected `package.module:Attr` or `path/to/file.py:Attr`")
+    _make_cwd_importable()
+    module = _import(spec, module_part)
+    obj = _resolve(spec, module, attr_path)
+    return _describe(spec, obj)
+
+
+def _make_cwd_importable() -> None:
+    # As with pytest's rootdir: the project the user runs from is importable.
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def _import(spec: str, module_part: str) -> ModuleType:
+    if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
+        module_name = _prepare_file_import(spec, Path(module_part))
+    else:
+        module_name = module_part
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise TargetError(spec, f"no module named {exc.name!r}{_module_suggestion(exc.name)}") from None
+        raise _user_import_error(spec, module_name, exc) from None
+    except Exception as exc:  # the user's module raised while being imported
+        raise _user_import_error(spec, module_name, exc) from None
+
+
+def _prepare_file_import(spec: str, path: Path) -> str:
+    """Put the file's top package directory on sys.path and return its dotted name."""
+    if not path.is_file():
+        raise TargetError(spec, f"no file {str(path)!r}")
+    path = path.resolve()
+    parts = [path.stem]
+    directory = path.parent
+    while (directory / "__init__.py").is_file():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+    return ".".join(parts)
+
+
+def _module_suggestion(missing: str) -> str:
+    parent, _, leaf = missing.rpartition(".")
+    try:
+        if parent:
+            package = importlib.import_module(parent)
+            names = [info.name for info in pkgutil.iter_modules(getattr(package, "__path__", []))]
+        else:
+            names = [info.name for info in pkgutil.iter_modules([os.getcwd()])]
+    except Exception:
+        return ""
+    return did_you_mean(leaf, names)
+
+
+def _user_import_error(spec: str, module_name: str, exc: BaseException) -> TargetError:
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(("<frozen", _OUR_DIR, _IMPORTLIB_DIR))
+    ]
+    lines = ["Traceback (user code, trimmed):\n", *traceback.format_list(frames)]
+    lines.extend(traceback.format_exception_only(type(exc), exc))
+    details = "".join(lines).rstrip()
+    headline = f"importing {module_name!r} raised {type(exc).__name__}: {exc}"
+    return TargetError(spec, headline, details)
+
+
+def _resolve(spec: str, module: ModuleType, attr_path: str) -> Any:
+    obj: Any = module
+    walked = module.__name__
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            names = [name for name in dir(obj) if not name.startswith("_")]
+            raise TargetError(spec, f"{walked!r} has no attribute {part!r}{did_you_mean(part, names)}")
+        obj = getattr(obj, part)
+        walked = f"{walked}.{part}"
+    return obj
+
+
+def _describe(spec: str, obj: Any) -> Target:
+    import torch
+
+    is_function = isinstance(obj, type) and issubclass(obj, torch.autograd.Function)
+    if is_function:
+        forward = obj.forward
+        call = obj.apply
+    elif callable(obj):
+        forward = obj
+        call = obj
+    else:
+        raise TargetError(spec, f"{type(obj).__name__} object is not callable; point at a Function or a function")
+    parameters, defaults, variadic = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
+    source_file, backward_line = _source_of(obj.backward if is_function else obj)
+    return Target(spec, obj, call, parameters, defaults, variadic, is_function, source_file, backward_line)
+
+
+def _takes_ctx(function_class: Any) -> bool:
+    import torch
+
+    # New-style Functions define setup_context, and their forward takes no ctx.
+    return function_class.setup_context is torch.autograd.Function.setup_context
+
+
+def _signature(
+    forward: Callable[..., Any], drop_ctx: bool
+) -> tuple[tuple[str, ...], dict[str, Any], str | None]:
+    try:
+        parameters = list(inspect.signature(forward).parameters.values())
+    except (TypeError, ValueError):
+        return (), {}, None
+    if drop_ctx and parameters:
+        parameters = parameters[1:]
+    positional = [
+        p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    variadic = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+    defaults = {p.name: p.default for p in positional if p.default is not p.empty}
+    return tuple(p.name for p in positional), defaults, variadic
+
+
+def _source_of(obj: Any) -> tuple[str | None, int | None]:
+    try:
+        file = inspect.getsourcefile(obj)
+        _, line = inspect.getsourcelines(obj)
+    except (TypeError, OSError):
+        return None, None
+    return file, line

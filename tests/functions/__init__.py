@@ -1,0 +1,1 @@
+"""Real autograd Functions used as test fixtures, each correct or carrying one bug class."""
