@@ -18,7 +18,7 @@ class Comparison:
     analytical: float
     numerical: float
     max_abs_error: float
-    max_rel_error: float
+    max_rel_error: float | None
     off: torch.Tensor  # bool mask of mismatching entries, the block's shape
 
     @property
@@ -32,13 +32,16 @@ def compare(analytical: torch.Tensor, numerical: torch.Tensor, atol: float, rtol
     numerical = numerical.to(analytical.dtype)
     error = (analytical - numerical).abs()
     error = torch.where(torch.isnan(error), torch.full_like(error, float("inf")), error)
-    off = error > atol + rtol * numerical.abs()
+    # Written as "not within" so that a NaN on either side counts as off.
+    off = ~(error <= atol + rtol * numerical.abs())
     if error.numel() == 0:
-        return Comparison(0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, off)
+        return Comparison(0, 0, 0, 0, 0.0, 0.0, 0.0, None, off)
     ranked = torch.where(off, error, torch.full_like(error, -1.0)) if off.any() else error
     flat = int(torch.argmax(ranked).item())
     row, column = divmod(flat, error.shape[1])
-    relative = error / numerical.abs().clamp_min(1e-12)
+    # Relative error only where the numerical value is not ~0, where it would be meaningless.
+    meaningful = numerical.abs() > atol
+    relative = torch.where(meaningful, error / numerical.abs().clamp_min(1e-300), torch.zeros_like(error))
     return Comparison(
         mismatched=int(off.sum().item()),
         total=error.numel(),
@@ -47,9 +50,7 @@ def compare(analytical: torch.Tensor, numerical: torch.Tensor, atol: float, rtol
         analytical=_scalar(analytical[row, column]),
         numerical=_scalar(numerical[row, column]),
         max_abs_error=float(error.max().item()),
-        max_rel_error=float(torch.where(off, relative, torch.zeros_like(relative)).max().item())
-        if off.any()
-        else float(relative.max().item()),
+        max_rel_error=float(relative.max().item()) if meaningful.any() else None,
         off=off,
     )
 

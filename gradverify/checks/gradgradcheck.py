@@ -88,7 +88,8 @@ class GradgradcheckCheck:
     ) -> Result:
         first_order_ok = self._first_order_ok(context)
         hint = SILENTLY_WRONG if first_order_ok else (
-            "the first derivative is already wrong (see the checks above); fix that first"
+            "the first derivative or backward's output is already wrong (see the checks above); "
+            "fix that first"
         )
         mismatch = parse_mismatch(message)
         if mismatch is None:
@@ -100,8 +101,10 @@ class GradgradcheckCheck:
             return context.result(self.id, Status.FAIL, f"gradgradcheck: {message.splitlines()[0]}", hint=hint, notes=notes)
 
     def _first_order_ok(self, context: CaseContext) -> bool:
+        """Whether earlier checks vouch for the first derivative (values and structure)."""
         earlier = [r for r in context.earlier if r.check in FIRST_ORDER_CHECKS]
-        return bool(earlier) and not any(r.failed for r in earlier)
+        structural = [r for r in context.earlier if r.check == "backward"]
+        return bool(earlier) and not any(r.failed for r in [*earlier, *structural])
 
     def _locate(
         self,

@@ -1,0 +1,18 @@
+"""Output formats: one module per format, each with `render(report, options) -> str`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gradverify.report import json_format, text
+from gradverify.report.options import RenderOptions
+from gradverify.results import Report
+
+Renderer = Callable[[Report, RenderOptions], str]
+
+FORMATS: dict[str, Renderer] = {
+    "text": text.render,
+    "json": json_format.render,
+}
+
+__all__ = ["FORMATS", "RenderOptions", "Renderer"]
