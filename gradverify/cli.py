@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -103,7 +104,7 @@ def _check(paths: list[str], spec: str | None, seed: int | None, output_format: 
     return ExitCode.OK if report.passed else ExitCode.FAILED
 
 
-def _guarded(action: typer.core.Callable[[], int]) -> int:  # type: ignore[name-defined]
+def _guarded(action: Callable[[], int]) -> int:
     """User errors become one clear message (exit 2); our own bugs a plea for a report (exit 3)."""
     try:
         return action()

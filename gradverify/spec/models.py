@@ -5,6 +5,7 @@ Nothing here imports torch: validating a spec must stay fast.
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -17,8 +18,8 @@ from pydantic import (
     model_validator,
 )
 
-CHECK_IDS: tuple[str, ...] = ("forward", "backward", "finite_difference", "gradcheck", "gradgradcheck")
 CheckId = Literal["forward", "backward", "finite_difference", "gradcheck", "gradgradcheck"]
+CHECK_IDS: tuple[CheckId, ...] = typing.get_args(CheckId)
 
 # torch dtype names (and their aliases) accepted in a spec, checked without importing torch.
 FLOATING_DTYPES = frozenset(
@@ -151,7 +152,7 @@ class FunctionSpec(_Strict):
 
     target: str | None = None
     gradient: Literal["exact"] = "exact"
-    checks: list[CheckId] = Field(default_factory=lambda: list(CHECK_IDS))
+    checks: list[CheckId] = Field(default_factory=lambda: list(CHECK_IDS), min_length=1)
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
     seed: int = 0
     cases: list[Case] = Field(min_length=1)
