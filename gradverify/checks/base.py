@@ -100,7 +100,16 @@ def call_forward(call: Callable[..., Any], arguments: Sequence[Any]) -> tuple[An
 
 
 def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Result:
-    return context.result(check, Status.FAIL, str(error), details=error.frames)
+    """A crash of the user's code: a failure of this check, or a skip when an earlier check
+    already failed on the structure this one relies on (so the report says it once)."""
+    frames = error.frames if len(error.frames) > 1 else ()
+    broken = [r.check for r in context.earlier if r.failed and r.check in ("forward", "backward")]
+    if broken and check not in broken:
+        return context.result(
+            check, Status.SKIP,
+            f"not run: `{broken[0]}` already fails for this case ({error})", details=frames,
+        )
+    return context.result(check, Status.FAIL, str(error), details=frames)
 
 
 def _first_line(error: BaseException) -> str:

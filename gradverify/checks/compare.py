@@ -50,10 +50,16 @@ def compare(analytical: torch.Tensor, numerical: torch.Tensor, atol: float, rtol
         analytical=_scalar(analytical[row, column]),
         numerical=_scalar(numerical[row, column]),
         max_abs_error=float(error.max().item()),
-        max_rel_error=float(relative.max().item()) if meaningful.any() else None,
+        max_rel_error=_max_relative(relative, meaningful, off),
         off=off,
     )
 
 
 def _scalar(value: torch.Tensor) -> float:
     return float(value.real.item()) if value.is_complex() else float(value.item())
+
+
+def _max_relative(relative: torch.Tensor, meaningful: torch.Tensor, off: torch.Tensor) -> float | None:
+    """The largest relative error among the entries that matter (the off ones, if any)."""
+    considered = meaningful & off if off.any() else meaningful
+    return float(relative[considered].max().item()) if considered.any() else None

@@ -21,6 +21,12 @@ from gradverify.inputs import differentiable_indices, fresh_copies, promoted_arg
 from gradverify.results import Result, Status
 
 
+COMPLEX_SKIP = (
+    "complex values: their Wirtinger derivatives are checked by `gradcheck`, not by real "
+    "central differences"
+)
+
+
 class FiniteDifferenceCheck:
     """Full Jacobian of each differentiable argument: backward against central differences."""
 
@@ -35,6 +41,12 @@ class FiniteDifferenceCheck:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
+        complex_arguments = [i for i in wrt if arguments[i].is_complex()]
+        if complex_arguments:
+            return [
+                context.result(self.id, Status.SKIP, COMPLEX_SKIP, input_index=index)
+                for index in complex_arguments
+            ]
         try:
             blocks = jacobian_blocks(context, arguments, wrt)
         except UserCodeError as error:
@@ -42,6 +54,8 @@ class FiniteDifferenceCheck:
         if blocks is None:
             return [context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)]
         layout, analytical, numerical = blocks
+        if any(block.is_complex() for block in numerical.values()):
+            return [context.result(self.id, Status.SKIP, COMPLEX_SKIP, notes=notes)]
         tol = context.tolerance
         results = []
         for index in wrt:

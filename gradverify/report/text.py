@@ -77,7 +77,9 @@ def _case_table(target: str, case: str, results: list[Result], quiet: bool) -> T
 def _headline(result: Result) -> str:
     if result.status is Status.PASS or result.status is Status.SKIP:
         return result.message
-    return result.message.split(":", 1)[0] if result.input_name is not None else result.message[:80]
+    if result.input_name is not None and ": " in result.message:
+        return result.message.split(": ", 1)[0]
+    return result.message if len(result.message) <= 100 else result.message[:99] + "…"
 
 
 def _panel(result: Result) -> Panel:
