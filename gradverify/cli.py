@@ -43,7 +43,9 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         Optional[bool],  # noqa: UP045 - typer reads the annotation at run time on 3.10 too
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = None,
 ) -> None:
     """gradverify: verify custom autograd Functions (forward, backward, finite differences,
@@ -62,14 +64,17 @@ def check(
     ],
     spec: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--spec", help="A spec whose cases apply to the targets given on the command line."),
+        typer.Option(
+            "--spec", help="A spec whose cases apply to the targets given on the command line."
+        ),
     ] = None,
     seed: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option("--seed", help="Override every spec's seed."),
     ] = None,
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", help="Report format: text for people, json for scripts.")
+        OutputFormat,
+        typer.Option("--format", help="Report format: text for people, json for scripts."),
     ] = OutputFormat.text,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Show only failures, warnings and the summary.")
@@ -84,7 +89,9 @@ def check(
     raise typer.Exit(code)
 
 
-def _check(paths: list[str], spec: str | None, seed: int | None, output_format: OutputFormat, quiet: bool) -> int:
+def _check(
+    paths: list[str], spec: str | None, seed: int | None, output_format: OutputFormat, quiet: bool
+) -> int:
     from gradverify import engine
     from gradverify.plan import make_plan
     from gradverify.report import FORMATS, RenderOptions
@@ -113,7 +120,7 @@ def _guarded(action: Callable[[], int]) -> int:
         return ExitCode.USAGE
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
-        return ExitCode.INTERNAL
+        return ExitCode.INTERRUPTED
     except Exception:
         traceback.print_exc()
         typer.echo(

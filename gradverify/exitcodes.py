@@ -10,3 +10,4 @@ class ExitCode(IntEnum):
     FAILED = 1  # at least one check failed
     USAGE = 2  # bad command line, spec or target
     INTERNAL = 3  # a bug in gradverify itself
+    INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT

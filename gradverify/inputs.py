@@ -10,9 +10,17 @@ import torch
 
 from gradverify.spec.models import Case, LiteralInput, TensorInput
 
-_ALIASES = {"half": "float16", "float": "float32", "double": "float64", "cfloat": "complex64",
-            "cdouble": "complex128", "chalf": "complex32", "short": "int16", "int": "int32",
-            "long": "int64"}
+_ALIASES = {
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "chalf": "complex32",
+    "short": "int16",
+    "int": "int32",
+    "long": "int64",
+}
 
 
 class DeviceUnavailable(Exception):
@@ -65,8 +73,11 @@ def _random(
     if dtype == torch.bool:
         return torch.rand(shape, generator=generator) < 0.5
     if not (dtype.is_floating_point or dtype.is_complex):
-        # Integers from low to high inclusive.
-        return torch.randint(int(low), int(high) + 1, tuple(shape), generator=generator, dtype=dtype)
+        # Integers from low to high inclusive, within what the dtype holds (the default
+        # low of -1 would be out of bounds for uint8).
+        info = torch.iinfo(dtype)
+        low_int, high_int = max(int(low), info.min), min(int(high), info.max - 1)
+        return torch.randint(low_int, high_int + 1, tuple(shape), generator=generator, dtype=dtype)
 
     def uniform() -> torch.Tensor:
         return torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low

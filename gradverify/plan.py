@@ -33,8 +33,10 @@ def make_plan(arguments: Sequence[str], spec: str | None = None) -> Plan:
             )
     for target in targets:
         if spec is not None:
-            plan.entries.extend(replace(e, spec=e.spec.model_copy(update={"target": target}))
-                                for e in load_spec_file(spec))
+            plan.entries.extend(
+                replace(e, spec=e.spec.model_copy(update={"target": target}))
+                for e in load_spec_file(spec)
+            )
             continue
         found = find_specs_for_target(target)
         if found:
@@ -54,10 +56,17 @@ def _entries_of(path: str) -> list[SpecEntry]:
             raise UsageError(f"no such spec file: {str(file)!r}")
         for entry in load_spec_file(file):
             if entry.spec.target is None:
-                raise SpecError([SpecIssue(
-                    str(file), entry.line, 1, "target",
-                    "no `target`: add `target: package.module:Attr`, or run "
-                    f"`gradverify check package.module:Attr --spec {file}`",
-                )])
+                raise SpecError(
+                    [
+                        SpecIssue(
+                            str(file),
+                            entry.line,
+                            1,
+                            "target",
+                            "no `target`: add `target: package.module:Attr`, or run "
+                            f"`gradverify check package.module:Attr --spec {file}`",
+                        )
+                    ]
+                )
             entries.append(entry)
     return entries

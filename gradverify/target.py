@@ -78,7 +78,9 @@ def _import(spec: str, module_part: str) -> ModuleType:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise TargetError(spec, f"no module named {exc.name!r}{_module_suggestion(exc.name)}") from None
+            raise TargetError(
+                spec, f"no module named {exc.name!r}{_module_suggestion(exc.name)}"
+            ) from None
         raise _user_import_error(spec, module_name, exc) from None
     except Exception as exc:  # the user's module raised while being imported
         raise _user_import_error(spec, module_name, exc) from None
@@ -131,7 +133,9 @@ def _resolve(spec: str, module: ModuleType, attr_path: str) -> Any:
     for part in attr_path.split("."):
         if not hasattr(obj, part):
             names = [name for name in dir(obj) if not name.startswith("_")]
-            raise TargetError(spec, f"{walked!r} has no attribute {part!r}{did_you_mean(part, names)}")
+            raise TargetError(
+                spec, f"{walked!r} has no attribute {part!r}{did_you_mean(part, names)}"
+            )
         obj = getattr(obj, part)
         walked = f"{walked}.{part}"
     return obj
@@ -148,10 +152,14 @@ def _describe(spec: str, obj: Any) -> Target:
         forward = obj
         call = obj
     else:
-        raise TargetError(spec, f"{type(obj).__name__} object is not callable; point at a Function or a function")
+        raise TargetError(
+            spec, f"{type(obj).__name__} object is not callable; point at a Function or a function"
+        )
     parameters, defaults, variadic = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
     source_file, backward_line = _source_of(obj.backward if is_function else obj)
-    return Target(spec, obj, call, parameters, defaults, variadic, is_function, source_file, backward_line)
+    return Target(
+        spec, obj, call, parameters, defaults, variadic, is_function, source_file, backward_line
+    )
 
 
 def _takes_ctx(function_class: Any) -> bool:
@@ -170,9 +178,7 @@ def _signature(
         return (), {}, None
     if drop_ctx and parameters:
         parameters = parameters[1:]
-    positional = [
-        p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     variadic = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
     defaults = {p.name: p.default for p in positional if p.default is not p.empty}
     return tuple(p.name for p in positional), defaults, variadic

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from gradverify.errors import GradverifyError
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case, FunctionSpec, LiteralInput, TensorInput
@@ -37,13 +39,16 @@ def infer_entry(target: Target) -> tuple[SpecEntry, str]:
 
 
 def _probe(target: Target, spec: FunctionSpec) -> None:
+    import torch
+
     from gradverify.inputs import build_inputs
 
     arguments = build_inputs(spec.cases[0], spec.seed)
-    try:
-        target.call(*arguments)
-    except Exception as error:
-        raise InferenceError(_explain(target, error)) from None
+    with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
+        try:
+            target.call(*arguments)
+        except Exception as error:
+            raise InferenceError(_explain(target, error)) from None
 
 
 def _explain(target: Target, error: Exception) -> str:
@@ -61,7 +66,9 @@ def _explain(target: Target, error: Exception) -> str:
         if name in target.defaults:
             lines.append(f"      - {_yaml_literal(target.defaults[name])}   # {name}")
         else:
-            lines.append(f"      - {{shape: [2, 3], low: -1.0, high: 1.0}}   # {name}: choose its shape")
+            lines.append(
+                f"      - {{shape: [2, 3], low: -1.0, high: 1.0}}   # {name}: choose its shape"
+            )
     lines += ["", f"then run: gradverify check specs/{_file_name(target)}"]
     return "\n".join(lines)
 
@@ -72,8 +79,13 @@ def _file_name(target: Target) -> str:
 
 
 def _yaml_literal(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value) if not isinstance(value, str) else f"'{value}'"
+    """`value` as a YAML flow literal that loads back to it (a tuple as a list)."""
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, dict):
+        value = {"value": value}  # a bare mapping would be read as a tensor
+    try:
+        text = yaml.safe_dump(value, default_flow_style=True, width=2**31)
+    except yaml.YAMLError:
+        return f"null  # TODO: {value!r} has no YAML form"
+    return text.removesuffix("...\n").strip()

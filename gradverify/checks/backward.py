@@ -49,7 +49,9 @@ class BackwardCheck:
         if problems:
             return problems
         try:
-            again = _run_backward(context, outputs, arguments, [s[0].clone() if s else None for s in snapshots])
+            again = _run_backward(
+                context, outputs, arguments, [s[0].clone() if s else None for s in snapshots]
+            )
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
         problems += _nondeterministic(context, self.id, first, again, arguments)
@@ -74,7 +76,10 @@ def _grad_outputs(outputs: Sequence[Any], generator: torch.Generator) -> list[to
 
 
 def _run_backward(
-    context: CaseContext, outputs: Sequence[Any], arguments: Sequence[Any], grad_outputs: Sequence[Any]
+    context: CaseContext,
+    outputs: Sequence[Any],
+    arguments: Sequence[Any],
+    grad_outputs: Sequence[Any],
 ) -> Gradients:
     """backward's raw return, called directly where possible so that autograd casts nothing."""
     node = _function_node(context, outputs)
@@ -83,12 +88,23 @@ def _run_backward(
             raw = context.target.obj.backward(node, *grad_outputs)
         return raw if isinstance(raw, tuple) else (raw,)
     # A plain callable: ask autograd, which gives one gradient per differentiable argument.
-    differentiable = [index for index, a in enumerate(arguments) if isinstance(a, torch.Tensor) and a.requires_grad]
-    pairs = [(o, g) for o, g in zip(outputs, grad_outputs, strict=True) if isinstance(o, torch.Tensor) and o.requires_grad]
+    differentiable = [
+        index
+        for index, a in enumerate(arguments)
+        if isinstance(a, torch.Tensor) and a.requires_grad
+    ]
+    pairs = [
+        (o, g)
+        for o, g in zip(outputs, grad_outputs, strict=True)
+        if isinstance(o, torch.Tensor) and o.requires_grad
+    ]
     with user_code("backward"):
         grads = torch.autograd.grad(
-            [o for o, _ in pairs], [arguments[i] for i in differentiable], [g for _, g in pairs],
-            retain_graph=True, allow_unused=True,
+            [o for o, _ in pairs],
+            [arguments[i] for i in differentiable],
+            [g for _, g in pairs],
+            retain_graph=True,
+            allow_unused=True,
         )
     by_index = dict(zip(differentiable, grads, strict=True))
     return tuple(by_index.get(index) for index in range(len(arguments)))
@@ -105,12 +121,15 @@ def _function_node(context: CaseContext, outputs: Sequence[Any]) -> Any:
     return None
 
 
-def _count_problem(context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]) -> Result | None:
+def _count_problem(
+    context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]
+) -> Result | None:
     expected = len(arguments)
     names = ", ".join(filter(None, (context.target.argument_name(i) for i in range(expected))))
     if len(grads) < expected:
         return context.result(
-            check, Status.FAIL,
+            check,
+            Status.FAIL,
             f"backward returned {len(grads)} value(s), but forward takes {expected} argument(s) ({names})",
             hint="return one gradient per forward argument, in order, with None for arguments that "
             "have no gradient (literals, integer tensors)",
@@ -118,7 +137,8 @@ def _count_problem(context: CaseContext, check: str, grads: Gradients, arguments
     extra = [i for i in range(expected, len(grads)) if grads[i] is not None]
     if extra:
         return context.result(
-            check, Status.FAIL,
+            check,
+            Status.FAIL,
             f"backward returned {len(grads)} values, but forward takes {expected} argument(s) ({names}); "
             f"value {extra[0]} is not None",
             hint="extra trailing values must be None",
@@ -126,45 +146,70 @@ def _count_problem(context: CaseContext, check: str, grads: Gradients, arguments
     return None
 
 
-def _malformed(context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]) -> list[Result]:
+def _malformed(
+    context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]
+) -> list[Result]:
     problems: list[Result] = []
     for index, (argument, grad) in enumerate(zip(arguments, grads, strict=False)):
         if grad is None:
             continue
         describe = context.describe_argument(index)
 
-        def fail(message: str, hint: str | None = None, element: tuple[int, ...] | None = None,
-                 index: int = index) -> None:
-            problems.append(context.result(check, Status.FAIL, message, input_index=index, hint=hint, element=element))
+        def fail(
+            message: str,
+            hint: str | None = None,
+            element: tuple[int, ...] | None = None,
+            index: int = index,
+        ) -> None:
+            problems.append(
+                context.result(
+                    check, Status.FAIL, message, input_index=index, hint=hint, element=element
+                )
+            )
 
         if not isinstance(grad, torch.Tensor):
-            fail(f"backward returned a {type(grad).__name__} as the gradient of {describe}; expected a tensor or None")
+            fail(
+                f"backward returned a {type(grad).__name__} as the gradient of {describe}; expected a tensor or None"
+            )
         elif not isinstance(argument, torch.Tensor):
-            fail(f"backward returned a tensor gradient for {describe}, which is a {type(argument).__name__}, not a tensor",
-                 "return None for arguments that are not tensors")
+            fail(
+                f"backward returned a tensor gradient for {describe}, which is a {type(argument).__name__}, not a tensor",
+                "return None for arguments that are not tensors",
+            )
         elif not argument.requires_grad:
             continue
         elif grad.shape != argument.shape:
-            fail(f"gradient of {describe} has shape {list(grad.shape)}, but the argument has shape {list(argument.shape)}",
-                 _shape_hint(grad.shape, argument.shape))
+            fail(
+                f"gradient of {describe} has shape {list(grad.shape)}, but the argument has shape {list(argument.shape)}",
+                _shape_hint(grad.shape, argument.shape),
+            )
         elif grad.dtype != argument.dtype:
-            fail(f"gradient of {describe} is {_dtype(grad.dtype)}, but the argument is {_dtype(argument.dtype)}",
-                 "autograd silently casts it back, hiding the precision lost in backward; compute the "
-                 "gradient in the argument's dtype")
+            fail(
+                f"gradient of {describe} is {_dtype(grad.dtype)}, but the argument is {_dtype(argument.dtype)}",
+                "autograd silently casts it back, hiding the precision lost in backward; compute the "
+                "gradient in the argument's dtype",
+            )
         elif grad.device != argument.device:
-            fail(f"gradient of {describe} is on {grad.device}, but the argument is on {argument.device}")
+            fail(
+                f"gradient of {describe} is on {grad.device}, but the argument is on {argument.device}"
+            )
         elif not bool(torch.isfinite(grad).all()):
             flat = int((~torch.isfinite(grad)).reshape(-1).nonzero()[0].item())
             element = unravel(flat, grad.shape)
             value = grad.reshape(-1)[flat].item()
-            fail(f"gradient of {describe} is {value} at element {list(element)} for finite inputs",
-                 "likely a division by zero or an overflow in backward", element)
+            fail(
+                f"gradient of {describe} is {value} at element {list(element)} for finite inputs",
+                "likely a division by zero or an overflow in backward",
+                element,
+            )
     return problems
 
 
 def _shape_hint(got: torch.Size, expected: torch.Size) -> str:
     if got.numel() == expected.numel():
-        return "same number of elements in another shape: reshape the gradient to the argument's shape"
+        return (
+            "same number of elements in another shape: reshape the gradient to the argument's shape"
+        )
     try:
         torch.broadcast_shapes(got, expected)
     except RuntimeError:
@@ -186,7 +231,8 @@ def _modified_grad_outputs(
         if grad._version != version or not torch.equal(grad, original):
             problems.append(
                 context.result(
-                    check, Status.FAIL,
+                    check,
+                    Status.FAIL,
                     f"backward modified grad_output {index} in place",
                     output_index=index,
                     hint="grad_output may be shared with other parts of the graph; compute a new tensor "
@@ -201,7 +247,11 @@ def _nondeterministic(
 ) -> list[Result]:
     problems = []
     for index, (one, two) in enumerate(zip(first, again, strict=False)):
-        if not isinstance(one, torch.Tensor) or not isinstance(two, torch.Tensor) or one.shape != two.shape:
+        if (
+            not isinstance(one, torch.Tensor)
+            or not isinstance(two, torch.Tensor)
+            or one.shape != two.shape
+        ):
             continue
         difference = (one.detach() - two.detach()).abs().to(torch.float64)
         worst = float(difference.max().item()) if difference.numel() else 0.0
@@ -209,7 +259,8 @@ def _nondeterministic(
             flat = int(torch.argmax(difference).item())
             problems.append(
                 context.result(
-                    check, Status.FAIL,
+                    check,
+                    Status.FAIL,
                     f"backward is nondeterministic: two runs on the same inputs differ by {worst:.3g} "
                     f"in the gradient of {context.describe_argument(index)}",
                     input_index=index,

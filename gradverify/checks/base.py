@@ -106,8 +106,10 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
     broken = [r.check for r in context.earlier if r.failed and r.check in ("forward", "backward")]
     if broken and check not in broken:
         return context.result(
-            check, Status.SKIP,
-            f"not run: `{broken[0]}` already fails for this case ({error})", details=frames,
+            check,
+            Status.SKIP,
+            f"not run: `{broken[0]}` already fails for this case ({error})",
+            details=frames,
         )
     return context.result(check, Status.FAIL, str(error), details=frames)
 

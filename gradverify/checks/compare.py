@@ -26,7 +26,9 @@ class Comparison:
         return self.mismatched == 0
 
 
-def compare(analytical: torch.Tensor, numerical: torch.Tensor, atol: float, rtol: float) -> Comparison:
+def compare(
+    analytical: torch.Tensor, numerical: torch.Tensor, atol: float, rtol: float
+) -> Comparison:
     """Entry-wise |a - n| <= atol + rtol * |n|, as torch.autograd.gradcheck judges."""
     analytical = analytical.to(torch.float64) if not analytical.is_complex() else analytical
     numerical = numerical.to(analytical.dtype)
@@ -41,7 +43,9 @@ def compare(analytical: torch.Tensor, numerical: torch.Tensor, atol: float, rtol
     row, column = divmod(flat, error.shape[1])
     # Relative error only where the numerical value is not ~0, where it would be meaningless.
     meaningful = numerical.abs() > atol
-    relative = torch.where(meaningful, error / numerical.abs().clamp_min(1e-300), torch.zeros_like(error))
+    relative = torch.where(
+        meaningful, error / numerical.abs().clamp_min(1e-300), torch.zeros_like(error)
+    )
     return Comparison(
         mismatched=int(off.sum().item()),
         total=error.numel(),
@@ -59,7 +63,9 @@ def _scalar(value: torch.Tensor) -> float:
     return float(value.real.item()) if value.is_complex() else float(value.item())
 
 
-def _max_relative(relative: torch.Tensor, meaningful: torch.Tensor, off: torch.Tensor) -> float | None:
+def _max_relative(
+    relative: torch.Tensor, meaningful: torch.Tensor, off: torch.Tensor
+) -> float | None:
     """The largest relative error among the entries that matter (the off ones, if any)."""
     considered = meaningful & off if off.any() else meaningful
     return float(relative[considered].max().item()) if considered.any() else None

@@ -65,7 +65,9 @@ def diagnose(
     return None
 
 
-def _constant_factor(analytical: torch.Tensor, numerical: torch.Tensor, atol: float) -> float | None:
+def _constant_factor(
+    analytical: torch.Tensor, numerical: torch.Tensor, atol: float
+) -> float | None:
     significant = numerical.abs() > 10 * atol
     if not significant.any():
         return None
@@ -117,7 +119,10 @@ def _elementwise(analytical: torch.Tensor, numerical: torch.Tensor, atol: float)
     if analytical.shape[0] != analytical.shape[1]:
         return False
     off_diagonal = ~torch.eye(analytical.shape[0], dtype=torch.bool)
-    return bool((numerical[off_diagonal].abs() <= atol).all() and (analytical[off_diagonal].abs() <= atol).all())
+    return bool(
+        (numerical[off_diagonal].abs() <= atol).all()
+        and (analytical[off_diagonal].abs() <= atol).all()
+    )
 
 
 def _region(off: torch.Tensor, argument: torch.Tensor | None, name: str) -> str | None:
@@ -132,10 +137,15 @@ def _region(off: torch.Tensor, argument: torch.Tensor | None, name: str) -> str 
     lowest_right, highest_right = values[~wrong].min().item(), values[~wrong].max().item()
     count = f"{int(wrong.sum())} of {wrong.numel()} elements"
     if lowest_wrong > highest_right:
-        return f"wrong only where {name} > {_between(highest_right, lowest_wrong)} ({count}): likely a mask or branch for that region"
-    if highest_wrong < lowest_right:
-        return f"wrong only where {name} < {_between(highest_wrong, lowest_right)} ({count}): likely a mask or branch for that region"
-    return None
+        low, high, side = highest_right, lowest_wrong, ">"
+    elif highest_wrong < lowest_right:
+        low, high, side = highest_wrong, lowest_right, "<"
+    else:
+        return None
+    return (
+        f"wrong only where {name} {side} {_between(low, high)} ({count}; the cut-off lies "
+        f"between {low:.4g} and {high:.4g}): likely a mask or branch for that region"
+    )
 
 
 def _between(low: float, high: float) -> str:

@@ -20,7 +20,6 @@ from gradverify.checks.jacobian import (
 from gradverify.inputs import differentiable_indices, fresh_copies, promoted_arguments
 from gradverify.results import Result, Status
 
-
 COMPLEX_SKIP = (
     "complex values: their Wirtinger derivatives are checked by `gradcheck`, not by real "
     "central differences"
@@ -52,7 +51,9 @@ class FiniteDifferenceCheck:
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
         if blocks is None:
-            return [context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)]
+            return [
+                context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)
+            ]
         layout, analytical, numerical = blocks
         if any(block.is_complex() for block in numerical.values()):
             return [context.result(self.id, Status.SKIP, COMPLEX_SKIP, notes=notes)]
@@ -61,8 +62,17 @@ class FiniteDifferenceCheck:
         for index in wrt:
             comparison = compare(analytical[index], numerical[index], tol.atol, tol.rtol)
             results.append(
-                judge(context, self.id, index, arguments[index], layout, comparison,
-                      analytical[index], numerical[index], notes)
+                judge(
+                    context,
+                    self.id,
+                    index,
+                    arguments[index],
+                    layout,
+                    comparison,
+                    analytical[index],
+                    numerical[index],
+                    notes,
+                )
             )
         return results
 
@@ -83,7 +93,8 @@ def jacobian_blocks(
         return [produced[i] for i in layout.indices]
 
     numerical = {
-        index: numerical_jacobian(selected_outputs, arguments, index, context.tolerance.eps) for index in wrt
+        index: numerical_jacobian(selected_outputs, arguments, index, context.tolerance.eps)
+        for index in wrt
     }
     return layout, analytical, numerical
 
@@ -111,13 +122,23 @@ def judge(
     )
     if comparison.ok:
         return context.result(
-            check, Status.PASS, f"gradient of {describe} matches ({comparison.total} entries)", **fields
+            check,
+            Status.PASS,
+            f"gradient of {describe} matches ({comparison.total} entries)",
+            **fields,
         )
     output_index, output_element = layout.locate(comparison.row)
     element = unravel(comparison.column, argument.shape)
     name = context.target.argument_name(index) or f"argument {index}"
-    hint = diagnose(analytical, numerical, comparison.off, argument, name,
-                    context.tolerance.atol, context.tolerance.rtol)
+    hint = diagnose(
+        analytical,
+        numerical,
+        comparison.off,
+        argument,
+        name,
+        context.tolerance.atol,
+        context.tolerance.rtol,
+    )
     where = f"element {list(element)}"
     if len(layout.indices) > 1 or layout.rows != argument.numel():
         where += f", output {output_index} element {list(output_element)}"
@@ -126,10 +147,15 @@ def judge(
         f"numerical {comparison.numerical:.6g} ({comparison.mismatched} of {comparison.total} entries off)"
     )
     return context.result(
-        check, Status.FAIL, message,
-        output_index=output_index, element=element,
-        analytical=comparison.analytical, numerical=comparison.numerical,
-        hint=hint, **fields,
+        check,
+        Status.FAIL,
+        message,
+        output_index=output_index,
+        element=element,
+        analytical=comparison.analytical,
+        numerical=comparison.numerical,
+        hint=hint,
+        **fields,
     )
 
 

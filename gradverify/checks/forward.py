@@ -22,7 +22,10 @@ class ForwardCheck:
 
     def run(self, context: CaseContext) -> list[Result]:
         arguments = fresh_copies(context.arguments)
-        before = [(a.detach().clone(), a._version) if isinstance(a, torch.Tensor) else None for a in arguments]
+        before = [
+            (a.detach().clone(), a._version) if isinstance(a, torch.Tensor) else None
+            for a in arguments
+        ]
         try:
             outputs = call_forward(context.target.call, arguments)
         except UserCodeError as error:
@@ -33,12 +36,16 @@ class ForwardCheck:
             return problems
         return [context.result(self.id, Status.PASS, _summary(outputs))]
 
-    def _bad_outputs(self, context: CaseContext, outputs: tuple[Any, ...], arguments: tuple[Any, ...]) -> list[Result]:
+    def _bad_outputs(
+        self, context: CaseContext, outputs: tuple[Any, ...], arguments: tuple[Any, ...]
+    ) -> list[Result]:
         problems: list[Result] = []
         tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
         if not tensors:
             kinds = ", ".join(type(o).__name__ for o in outputs)
-            return [context.result(self.id, Status.FAIL, f"forward returned no tensor (got {kinds})")]
+            return [
+                context.result(self.id, Status.FAIL, f"forward returned no tensor (got {kinds})")
+            ]
         wants_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in arguments)
         if wants_grad and not differentiable_outputs(outputs):
             problems.append(
@@ -50,13 +57,16 @@ class ForwardCheck:
                 )
             )
         inputs_finite = all(
-            bool(torch.isfinite(a).all()) for a in arguments
+            bool(torch.isfinite(a).all())
+            for a in arguments
             if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex())
         )
         if not inputs_finite:
             return problems
         for index, output in enumerate(outputs):
-            if not isinstance(output, torch.Tensor) or not (output.is_floating_point() or output.is_complex()):
+            if not isinstance(output, torch.Tensor) or not (
+                output.is_floating_point() or output.is_complex()
+            ):
                 continue
             bad = ~torch.isfinite(output.detach())
             if bad.any():
@@ -77,7 +87,10 @@ class ForwardCheck:
         return problems
 
     def _modified_inputs(
-        self, context: CaseContext, arguments: tuple[Any, ...], before: list[tuple[torch.Tensor, int] | None]
+        self,
+        context: CaseContext,
+        arguments: tuple[Any, ...],
+        before: list[tuple[torch.Tensor, int] | None],
     ) -> list[Result]:
         problems: list[Result] = []
         for index, (argument, snapshot) in enumerate(zip(arguments, before, strict=True)):
@@ -112,7 +125,9 @@ class ForwardCheck:
 
 def _summary(outputs: tuple[Any, ...]) -> str:
     shapes = ", ".join(
-        f"{list(o.shape)} {str(o.dtype).removeprefix('torch.')}" if isinstance(o, torch.Tensor) else type(o).__name__
+        f"{list(o.shape)} {str(o.dtype).removeprefix('torch.')}"
+        if isinstance(o, torch.Tensor)
+        else type(o).__name__
         for o in outputs
     )
     return f"{len(outputs)} output(s): {shapes}"

@@ -31,22 +31,35 @@ class GradcheckCheck:
         try:
             with user_code("gradcheck"):
                 torch.autograd.gradcheck(
-                    tensor_outputs(context.target.call), arguments,
-                    eps=tol.eps, atol=tol.atol, rtol=tol.rtol, nondet_tol=tol.nondet_tol,
+                    tensor_outputs(context.target.call),
+                    arguments,
+                    eps=tol.eps,
+                    atol=tol.atol,
+                    rtol=tol.rtol,
+                    nondet_tol=tol.nondet_tol,
                 )
         except UserCodeError as error:
             if not isinstance(error.error, GradcheckError):
                 return [crash_result(context, self.id, error)]
             return [self._failure(context, str(error.error), arguments, wrt, notes)]
-        return [context.result(self.id, Status.PASS, "torch.autograd.gradcheck passed", notes=notes)]
+        return [
+            context.result(self.id, Status.PASS, "torch.autograd.gradcheck passed", notes=notes)
+        ]
 
     def _failure(
-        self, context: CaseContext, message: str, arguments: tuple[object, ...], wrt: list[int], notes: tuple[str, ...]
+        self,
+        context: CaseContext,
+        message: str,
+        arguments: tuple[object, ...],
+        wrt: list[int],
+        notes: tuple[str, ...],
     ) -> Result:
         mismatch = parse_mismatch(message)
         if mismatch is None or mismatch.input >= len(wrt):
             text, hint = explain_other_failure(message)
-            return context.result(self.id, Status.FAIL, f"gradcheck: {text}", hint=hint, notes=notes)
+            return context.result(
+                self.id, Status.FAIL, f"gradcheck: {text}", hint=hint, notes=notes
+            )
         index = wrt[mismatch.input]
         headline = (
             f"gradcheck: Jacobian mismatch for {context.describe_argument(index)} "
@@ -59,11 +72,22 @@ class GradcheckCheck:
         if blocks is None:
             return context.result(self.id, Status.FAIL, headline, input_index=index, notes=notes)
         layout, analytical, numerical = blocks
-        comparison = compare(analytical[index], numerical[index], context.tolerance.atol, context.tolerance.rtol)
+        comparison = compare(
+            analytical[index], numerical[index], context.tolerance.atol, context.tolerance.rtol
+        )
         argument = arguments[index]
         assert isinstance(argument, torch.Tensor)
-        located = judge(context, self.id, index, argument, layout, comparison,
-                        analytical[index], numerical[index], notes)
+        located = judge(
+            context,
+            self.id,
+            index,
+            argument,
+            layout,
+            comparison,
+            analytical[index],
+            numerical[index],
+            notes,
+        )
         if located.status is Status.PASS:  # our own comparison could not reproduce it
             return context.result(self.id, Status.FAIL, headline, input_index=index, notes=notes)
         return located

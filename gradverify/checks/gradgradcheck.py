@@ -10,6 +10,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
 from gradverify.checks.compare import compare
+from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.jacobian import (
     analytical_jacobians,
     differentiable_outputs,
@@ -22,7 +23,6 @@ from gradverify.checks.torch_gradcheck import (
     parse_mismatch,
     tensor_outputs,
 )
-from gradverify.checks.finite_difference import promotion_notes
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
 
@@ -55,25 +55,36 @@ class GradgradcheckCheck:
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
         if not grad_outputs:
-            return [context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)]
+            return [
+                context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)
+            ]
         tol = context.tolerance
         try:
             with user_code("gradgradcheck"):
                 torch.autograd.gradgradcheck(
-                    tensor_outputs(context.target.call), arguments, grad_outputs,
-                    eps=tol.eps, atol=tol.atol, rtol=tol.rtol, nondet_tol=tol.nondet_tol,
+                    tensor_outputs(context.target.call),
+                    arguments,
+                    grad_outputs,
+                    eps=tol.eps,
+                    atol=tol.atol,
+                    rtol=tol.rtol,
+                    nondet_tol=tol.nondet_tol,
                 )
         except UserCodeError as error:
             if not isinstance(error.error, GradcheckError):
                 return [crash_result(context, self.id, error)]
             return [self._failure(context, str(error.error), arguments, wrt, grad_outputs, notes)]
-        return [context.result(self.id, Status.PASS, "torch.autograd.gradgradcheck passed", notes=notes)]
+        return [
+            context.result(self.id, Status.PASS, "torch.autograd.gradgradcheck passed", notes=notes)
+        ]
 
     def _grad_outputs(self, context: CaseContext, arguments: Sequence[Any]) -> list[torch.Tensor]:
         outputs = call_forward(context.target.call, arguments)
         generator = context.generator(salt=2)
         return [
-            (torch.rand(o.shape, generator=generator, dtype=torch.float64) * 2 - 1).to(o.dtype).requires_grad_()
+            (torch.rand(o.shape, generator=generator, dtype=torch.float64) * 2 - 1)
+            .to(o.dtype)
+            .requires_grad_()
             for _, o in differentiable_outputs(outputs)
         ]
 
@@ -86,25 +97,41 @@ class GradgradcheckCheck:
         grad_outputs: list[torch.Tensor],
         notes: tuple[str, ...],
     ) -> Result:
-        first_order_ok = self._first_order_ok(context)
-        hint = SILENTLY_WRONG if first_order_ok else (
-            "the first derivative or backward's output is already wrong (see the checks above); "
-            "fix that first"
-        )
+        hint = self._hint(context)
         mismatch = parse_mismatch(message)
         if mismatch is None:
             text, other_hint = explain_other_failure(message)
-            return context.result(self.id, Status.FAIL, f"gradgradcheck: {text}", hint=other_hint or hint, notes=notes)
+            return context.result(
+                self.id, Status.FAIL, f"gradgradcheck: {text}", hint=other_hint or hint, notes=notes
+            )
         try:
-            return self._locate(context, mismatch.output, mismatch.input, arguments, wrt, grad_outputs, hint, notes)
+            return self._locate(
+                context, mismatch.output, mismatch.input, arguments, wrt, grad_outputs, hint, notes
+            )
         except UserCodeError:
-            return context.result(self.id, Status.FAIL, f"gradgradcheck: {message.splitlines()[0]}", hint=hint, notes=notes)
+            return context.result(
+                self.id,
+                Status.FAIL,
+                f"gradgradcheck: {message.splitlines()[0]}",
+                hint=hint,
+                notes=notes,
+            )
 
-    def _first_order_ok(self, context: CaseContext) -> bool:
-        """Whether earlier checks vouch for the first derivative (values and structure)."""
+    def _hint(self, context: CaseContext) -> str:
+        """What earlier checks say about the first derivative (values and structure)."""
         earlier = [r for r in context.earlier if r.check in FIRST_ORDER_CHECKS]
         structural = [r for r in context.earlier if r.check == "backward"]
-        return bool(earlier) and not any(r.failed for r in [*earlier, *structural])
+        if any(r.failed for r in [*earlier, *structural]):
+            return (
+                "the first derivative or backward's output is already wrong (see the checks "
+                "above); fix that first"
+            )
+        if not earlier:  # nothing vouches for the first derivative, nor condemns it
+            return (
+                "no first-order check ran for this case; add finite_difference or gradcheck to "
+                "`checks`. If the first derivative is right, " + SILENTLY_WRONG.split(": ", 1)[1]
+            )
+        return SILENTLY_WRONG
 
     def _locate(
         self,
@@ -144,10 +171,18 @@ class GradgradcheckCheck:
             f"({comparison.mismatched} of {comparison.total} entries off)"
         )
         return context.result(
-            self.id, Status.FAIL, text,
+            self.id,
+            Status.FAIL,
+            text,
             input_index=input_index if input_index is not None else gradient_of,
-            output_index=output_index, element=element,
-            analytical=comparison.analytical, numerical=comparison.numerical,
-            max_abs_error=comparison.max_abs_error, max_rel_error=comparison.max_rel_error,
-            mismatched=comparison.mismatched, total=comparison.total, hint=hint, notes=notes,
+            output_index=output_index,
+            element=element,
+            analytical=comparison.analytical,
+            numerical=comparison.numerical,
+            max_abs_error=comparison.max_abs_error,
+            max_rel_error=comparison.max_rel_error,
+            mismatched=comparison.mismatched,
+            total=comparison.total,
+            hint=hint,
+            notes=notes,
         )

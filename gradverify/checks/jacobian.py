@@ -66,13 +66,17 @@ def differentiable_outputs(outputs: Sequence[Any]) -> list[tuple[int, torch.Tens
 
 
 def analytical_jacobians(
-    outputs: Sequence[torch.Tensor], arguments: Sequence[Any], wrt: Sequence[int], phase: str = "backward"
+    outputs: Sequence[torch.Tensor],
+    arguments: Sequence[Any],
+    wrt: Sequence[int],
+    phase: str = "backward",
 ) -> dict[int, torch.Tensor]:
     """Rows of vᵀJ for one-hot v, one backward per output element, for each argument in `wrt`."""
     sources = [arguments[index] for index in wrt]
     rows = sum(output.numel() for output in outputs)
     jacobians = {
-        index: torch.zeros(rows, arguments[index].numel(), dtype=arguments[index].dtype) for index in wrt
+        index: torch.zeros(rows, arguments[index].numel(), dtype=arguments[index].dtype)
+        for index in wrt
     }
     row = 0
     for output in outputs:
@@ -84,7 +88,11 @@ def analytical_jacobians(
             one_hot[element] = 1
             with user_code(phase):
                 grads = torch.autograd.grad(
-                    output, sources, one_hot.reshape(output.shape), retain_graph=True, allow_unused=True
+                    output,
+                    sources,
+                    one_hot.reshape(output.shape),
+                    retain_graph=True,
+                    allow_unused=True,
                 )
             for index, grad in zip(wrt, grads, strict=True):
                 if grad is not None:
@@ -116,8 +124,12 @@ def numerical_jacobian(
 def _evaluate(
     function: OutputFn, arguments: Sequence[Any], index: int, value: torch.Tensor, phase: str
 ) -> torch.Tensor:
-    perturbed = list(arguments)
-    perturbed[index] = value
+    # Fresh copies each time: a forward that writes into its inputs must not compound.
+    perturbed = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in arguments]
+    for position, argument in enumerate(arguments):
+        if isinstance(argument, torch.Tensor):
+            perturbed[position].requires_grad_(argument.requires_grad)
+    perturbed[index] = value.clone()
     with torch.no_grad(), user_code(phase):
         outputs = function(*perturbed)
     return torch.cat([output.detach().reshape(-1).to(value.dtype) for output in outputs])

@@ -15,7 +15,9 @@ import torch
 
 from gradverify.checks.base import call_forward
 
-_MISMATCH = re.compile(r"Jacobian (?:computed with forward mode )?mismatch for output (\d+) with respect to input (\d+)")
+_MISMATCH = re.compile(
+    r"Jacobian (?:computed with forward mode )?mismatch for output (\d+) with respect to input (\d+)"
+)
 
 KNOWN_FAILURES = {
     "Backward is not reentrant": (
@@ -78,7 +80,8 @@ def first_order_grads(
                 forward_arguments[index] = forward_arguments[index].detach().requires_grad_()
         with torch.enable_grad():
             outputs = [
-                o for o in call_forward(call, forward_arguments)
+                o
+                for o in call_forward(call, forward_arguments)
                 if isinstance(o, torch.Tensor) and o.requires_grad
             ]
             sources = [forward_arguments[i] for i in wrt]

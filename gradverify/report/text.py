@@ -14,7 +14,12 @@ from rich.text import Text
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report, Result, Status
 
-STYLES = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow", Status.WARN: "magenta"}
+STYLES = {
+    Status.PASS: "green",
+    Status.FAIL: "bold red",
+    Status.SKIP: "yellow",
+    Status.WARN: "magenta",
+}
 MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.SKIP: "-", Status.WARN: "!"}
 
 
@@ -53,8 +58,12 @@ def render(report: Report, options: RenderOptions) -> str:
 
 def _case_table(target: str, case: str, results: list[Result], quiet: bool) -> Table:
     location = _location(results[0])
-    title = Text.assemble((target, "bold"), "  case ", (case, "bold"), (f"  {location}" if location else "", "dim"))
-    table = Table(title=title, title_justify="left", show_header=False, box=None, padding=(0, 1), expand=False)
+    title = Text.assemble(
+        (target, "bold"), "  case ", (case, "bold"), (f"  {location}" if location else "", "dim")
+    )
+    table = Table(
+        title=title, title_justify="left", show_header=False, box=None, padding=(0, 1), expand=False
+    )
     table.add_column("mark", width=1)
     table.add_column("check", no_wrap=True)
     table.add_column("status", no_wrap=True)
@@ -93,14 +102,22 @@ def _panel(result: Result) -> Panel:
         parts += [Text(""), Text("\n".join(result.details), style="dim")]
     style = STYLES[result.status]
     title = f"{result.check} · {_subject(result)}" if _subject(result) else result.check
-    return Panel(Group(*parts), title=Text(title, style=style), title_align="left", border_style=style)
+    return Panel(
+        Group(*parts), title=Text(title, style=style), title_align="left", border_style=style
+    )
 
 
 def _finding(result: Result) -> tuple[object, ...] | None:
     """What a failure says, without which check said it (None: not comparable)."""
     if result.analytical is None:
         return None
-    return (result.input_index, result.output_index, result.element, result.analytical, result.numerical)
+    return (
+        result.input_index,
+        result.output_index,
+        result.element,
+        result.analytical,
+        result.numerical,
+    )
 
 
 def _subject(result: Result) -> str:

@@ -33,7 +33,9 @@ def load_spec_file(path: str | Path) -> list[SpecEntry]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise SpecError([SpecIssue(file, None, None, "", f"cannot read spec: {exc.strerror}")]) from None
+        raise SpecError(
+            [SpecIssue(file, None, None, "", f"cannot read spec: {exc.strerror}")]
+        ) from None
     return parse_spec(text, file)
 
 
@@ -53,7 +55,15 @@ def parse_spec(text: str, file: str) -> list[SpecEntry]:
     if not isinstance(data, dict):
         found = "an empty file" if data is None else f"a {type(data).__name__}"
         raise SpecError(
-            [SpecIssue(file, 1, 1, "", f"a spec must be a mapping with `target` and `cases`, found {found}")]
+            [
+                SpecIssue(
+                    file,
+                    1,
+                    1,
+                    "",
+                    f"a spec must be a mapping with `target` and `cases`, found {found}",
+                )
+            ]
         )
     if "functions" in data:
         multi = _validate(MultiSpec, data, loaded, file)

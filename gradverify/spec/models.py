@@ -27,7 +27,19 @@ FLOATING_DTYPES = frozenset(
 )
 COMPLEX_DTYPES = frozenset({"complex32", "chalf", "complex64", "cfloat", "complex128", "cdouble"})
 INTEGER_DTYPES = frozenset(
-    {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "short", "int32", "int", "int64", "long"}
+    {
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "int8",
+        "int16",
+        "short",
+        "int32",
+        "int",
+        "int64",
+        "long",
+    }
 )
 DTYPE_NAMES = FLOATING_DTYPES | COMPLEX_DTYPES | INTEGER_DTYPES | {"bool"}
 
@@ -97,7 +109,9 @@ class TensorInput(_Strict):
         if self.low >= self.high:
             raise ValueError(f"`low` ({self.low}) must be less than `high` ({self.high})")
         if self.requires_grad and not self.is_differentiable_dtype:
-            raise ValueError(f"requires_grad is only possible for floating or complex dtypes, not {self.dtype}")
+            raise ValueError(
+                f"requires_grad is only possible for floating or complex dtypes, not {self.dtype}"
+            )
         return self
 
     @property
@@ -135,7 +149,9 @@ def _input_kind(raw: Any) -> str:
 INPUT_TAGS = frozenset({"tensor", "literal", "plain"})
 
 Input = Annotated[
-    Annotated[TensorInput, Tag("tensor")] | Annotated[LiteralInput, Tag("literal")] | Annotated[Any, Tag("plain")],
+    Annotated[TensorInput, Tag("tensor")]
+    | Annotated[LiteralInput, Tag("literal")]
+    | Annotated[Any, Tag("plain")],
     Discriminator(_input_kind),
 ]
 
@@ -160,8 +176,12 @@ class FunctionSpec(_Strict):
     @field_validator("target")
     @classmethod
     def _target_form(cls, target: str | None) -> str | None:
-        if target is not None and (":" not in target or target.endswith(":") or target.startswith(":")):
-            raise ValueError(f"target {target!r} must look like `package.module:Attr` or `path/file.py:Attr`")
+        if target is not None and (
+            ":" not in target or target.endswith(":") or target.startswith(":")
+        ):
+            raise ValueError(
+                f"target {target!r} must look like `package.module:Attr` or `path/file.py:Attr`"
+            )
         return target
 
     @field_validator("cases")
@@ -170,7 +190,9 @@ class FunctionSpec(_Strict):
         seen: set[str] = set()
         for case in cases:
             if case.name in seen:
-                raise ValueError(f"case name {case.name!r} is used twice; case names must be unique")
+                raise ValueError(
+                    f"case name {case.name!r} is used twice; case names must be unique"
+                )
             seen.add(case.name)
         return cases
 

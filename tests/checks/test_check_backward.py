@@ -1,0 +1,139 @@
+"""The `backward` check: what backward returns is well-formed, finite, deterministic and pure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CRASH_SPEC = ROOT / "tests" / "specs" / "checks" / "crash.yaml"
+
+STRUCTURAL = "tests.functions.structural_bugs"
+
+
+def backward_result(report, only, name):
+    return only(report, target=f"{STRUCTURAL}:{name}", check="backward")
+
+
+def test_too_few_gradients_names_the_count(bugs_report, only):
+    result = backward_result(bugs_report, only, "TooFewGradients")
+    assert result.status.value == "fail"
+    assert "backward returned 1 value(s)" in result.message
+    assert "forward takes 2 argument(s) (x, alpha)" in result.message
+    assert "one gradient per forward argument" in result.hint
+
+
+def test_wrong_gradient_shape_names_both_shapes(bugs_report, only):
+    result = backward_result(bugs_report, only, "WrongGradShape")
+    assert result.status.value == "fail"
+    assert (result.input_index, result.input_name) == (0, "x")
+    assert "shape [6]" in result.message
+    assert "shape [2, 3]" in result.message
+    assert "reshape" in result.hint
+
+
+def test_wrong_gradient_dtype_fails_backward_although_autograd_hides_it(bugs_report, only):
+    result = backward_result(bugs_report, only, "WrongGradDtype")
+    assert result.status.value == "fail"
+    assert (result.input_index, result.input_name) == (0, "x")
+    assert "float32" in result.message
+    assert "float64" in result.message
+    assert "silently casts" in result.hint
+    # Through autograd the gradient is cast back, and the first-order values agree.
+    target = f"{STRUCTURAL}:WrongGradDtype"
+    assert only(bugs_report, target=target, check="finite_difference").status.value == "pass"
+    assert only(bugs_report, target=target, check="gradcheck").status.value == "pass"
+
+
+def test_nan_gradient_names_the_element(bugs_report, only):
+    result = backward_result(bugs_report, only, "NaNGradient")
+    assert result.status.value == "fail"
+    assert result.input_index == 0
+    assert result.element == (2,)
+    assert "nan" in result.message
+    assert "[2]" in result.message
+
+
+def test_modifying_grad_output_in_place_fails(bugs_report, only):
+    result = backward_result(bugs_report, only, "InplaceGradOutput")
+    assert result.status.value == "fail"
+    assert result.output_index == 0
+    assert result.input_index is None
+    assert "grad_output 0 in place" in result.message
+
+
+def test_nondeterministic_backward_fails_with_both_values(bugs_report, only):
+    result = backward_result(bugs_report, only, "NondeterministicBackward")
+    assert result.status.value == "fail"
+    assert result.input_index == 0
+    assert "nondeterministic" in result.message
+    assert 0 < result.max_abs_error <= 1e-3  # the Function's noise is below 1e-3
+    assert result.analytical != result.numerical
+    assert abs(result.analytical - result.numerical) == pytest.approx(result.max_abs_error)
+    assert "nondet_tol" in result.hint
+
+
+def test_nondet_tol_admits_a_small_nondeterminism(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {STRUCTURAL}:NondeterministicBackward
+        checks: [backward]
+        tolerance: {{nondet_tol: 0.01}}
+        cases: [{{name: vector, inputs: [{{shape: [4]}}]}}]
+        """
+    )
+    assert only(report, check="backward").status.value == "pass"
+
+
+def test_gradient_for_a_literal_fails_naming_the_literal(bugs_report, only):
+    result = backward_result(bugs_report, only, "GradientForLiteral")
+    assert result.status.value == "fail"
+    assert (result.input_index, result.input_name) == (1, "alpha")
+    assert "argument 1 (alpha)" in result.message
+    assert "float" in result.message
+    assert "None" in result.hint
+
+
+def test_extra_trailing_none_is_accepted(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {STRUCTURAL}:ExtraTrailingNone
+        checks: [backward]
+        cases: [{{name: vector, inputs: [{{shape: [4]}}]}}]
+        """
+    )
+    result = only(report, check="backward")
+    assert result.status.value == "pass"
+    assert "1 gradient(s) for 1 argument(s)" in result.message
+
+
+def test_backward_raising_fails_and_later_checks_do_not_pass(run_spec, find, only):
+    report = run_spec(CRASH_SPEC)
+    target = "tests.functions.mapping:BackwardRaises"
+    assert only(report, target=target, check="forward").status.value == "pass"
+    result = only(report, target=target, check="backward")
+    assert result.status.value == "fail"
+    assert "ZeroDivisionError" in result.message
+    assert "backward exploded on purpose" in result.message
+    later = [r for r in find(report, target=target) if r.check not in ("forward", "backward")]
+    assert len(later) == 3
+    assert all(r.status.value in ("fail", "skip") for r in later)
+
+
+def test_backward_is_skipped_when_nothing_requires_grad(run_spec, find):
+    report = run_spec(
+        """
+        target: tests.functions.correct:Square
+        cases: [{name: constant, inputs: [{shape: [4], requires_grad: false}]}]
+        """
+    )
+    skipped = find(report, status="skip")
+    assert [r.check for r in skipped] == [
+        "backward",
+        "finite_difference",
+        "gradcheck",
+        "gradgradcheck",
+    ]
+    assert all("requires grad" in r.message for r in skipped)
+    assert find(report, check="forward", status="pass")

@@ -1,0 +1,107 @@
+"""Shared fixtures: run a real spec through the engine, and pick results out of a report."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Targets such as `tests.functions.correct:Square` import from the repository root,
+# whatever directory pytest was started from.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@contextmanager
+def working_directory(path: Path) -> Iterator[None]:
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+@pytest.fixture
+def in_repo(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run the test from the repository root, as a user runs gradverify from their project."""
+    monkeypatch.chdir(ROOT)
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def run_spec(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
+    """`run_spec(path_or_yaml_text, seed=None)`: parse, prepare and run a spec; the Report.
+
+    A Path is read as it is; a string is YAML text (dedented), written to a file first.
+    """
+    from gradverify import engine
+    from gradverify.spec.load import load_spec_file, parse_spec
+
+    def run(spec: Path | str, seed: int | None = None) -> Any:
+        if isinstance(spec, Path):
+            entries = load_spec_file(spec)
+        else:
+            text = textwrap.dedent(spec)
+            file = tmp_path_factory.mktemp("spec") / "spec.yaml"
+            file.write_text(text, encoding="utf-8")
+            entries = parse_spec(text, str(file))
+        with working_directory(ROOT):
+            return engine.run(engine.prepare(entries), seed=seed)
+
+    return run
+
+
+def _matches(result: Any, fields: dict[str, Any]) -> bool:
+    for name, wanted in fields.items():
+        value = getattr(result, name)
+        if name == "status":
+            value = value.value
+        if value != wanted:
+            return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def find() -> Callable[..., list[Any]]:
+    """`find(report, **fields)`: the results whose fields equal the given values, in order.
+
+    `status` is compared by its value ("pass", "fail", ...).
+    """
+
+    def select(report: Any, **fields: Any) -> list[Any]:
+        return [result for result in report.results if _matches(result, fields)]
+
+    return select
+
+
+@pytest.fixture(scope="session")
+def only(find: Callable[..., list[Any]]) -> Callable[..., Any]:
+    """`only(report, **fields)`: the one result with those fields (fails if not exactly one)."""
+
+    def select_one(report: Any, **fields: Any) -> Any:
+        found = find(report, **fields)
+        assert len(found) == 1, f"expected one result with {fields}, got {len(found)}: {found}"
+        return found[0]
+
+    return select_one
+
+
+@pytest.fixture(scope="session")
+def bugs_report(run_spec: Callable[..., Any]) -> Any:
+    """tests/specs/bugs.yaml, one case per seeded bug class, run once for the whole session."""
+    return run_spec(ROOT / "tests" / "specs" / "bugs.yaml")
+
+
+@pytest.fixture(scope="session")
+def buggy_report(run_spec: Callable[..., Any]) -> Any:
+    """The bundled specs/buggy.yaml, run once for the whole session."""
+    return run_spec(ROOT / "specs" / "buggy.yaml")
