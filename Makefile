@@ -35,12 +35,12 @@ demo: install
 test: install-dev
 	$(BIN)/pytest -q
 	$(BIN)/lint-imports
-	$(BIN)/ruff check gradverify tests bench
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 
 lint: install-dev
-	$(BIN)/ruff check gradverify tests bench
-	$(BIN)/ruff format --check gradverify tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
