@@ -32,11 +32,12 @@ demo: install
 	if [ $$status -ne 1 ]; then echo "demo: expected exit 1 (seeded bugs caught), got $$status"; exit 1; fi; \
 	echo; echo "demo: correct examples passed and the seeded bugs were caught (exit 1 is expected)."
 
+# Hygiene first, the tests last, so that pytest's summary closes the output.
 test: install-dev
-	$(BIN)/pytest -q
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/pytest -q
 
 lint: install-dev
 	$(BIN)/ruff check .
