@@ -52,7 +52,7 @@ def run_case(job: Job, case: Case, seed: int) -> list[Result]:
         target=job.target,
         case=case.name,
         arguments=(),
-        tolerance=spec.tolerance,
+        spec=spec,
         seed=this_seed,
         spec_file=job.entry.file,
         spec_line=job.entry.case_lines.get(case.name, job.entry.line),
@@ -62,9 +62,9 @@ def run_case(job: Job, case: Case, seed: int) -> list[Result]:
         try:
             context = replace(context, arguments=build_inputs(case, seed))
         except DeviceUnavailable as missing:
-            return [context.result(check_id, Status.SKIP, str(missing)) for check_id in spec.checks]
+            return [context.result(check_id, Status.SKIP, str(missing)) for check_id in spec.selected_checks]
         results: list[Result] = []
-        for check_id in spec.checks:
+        for check_id in spec.selected_checks:
             started = time.perf_counter()
             produced = get_check(check_id).run(replace(context, earlier=tuple(results)))
             share = (time.perf_counter() - started) / max(len(produced), 1)

@@ -42,6 +42,9 @@ class Result:
     details: tuple[str, ...] = ()  # extra lines: a user traceback, a table of values
     spec_file: str | None = None
     spec_line: int | None = None
+    rule: str | None = None  # a lint finding's stable id, e.g. "GV101"
+    source_file: str | None = None  # where in the user's code, when known
+    source_line: int | None = None
 
     @property
     def failed(self) -> bool:

@@ -13,11 +13,17 @@ if TYPE_CHECKING:
 
 # id -> "module:Class"; the order is the order checks run in by default.
 REGISTRY: dict[str, str] = {
+    "lint": "gradverify.checks.lint:LintCheck",
     "forward": "gradverify.checks.forward:ForwardCheck",
     "backward": "gradverify.checks.backward:BackwardCheck",
+    "layouts": "gradverify.checks.layouts:LayoutsCheck",
     "finite_difference": "gradverify.checks.finite_difference:FiniteDifferenceCheck",
     "gradcheck": "gradverify.checks.gradcheck:GradcheckCheck",
     "gradgradcheck": "gradverify.checks.gradgradcheck:GradgradcheckCheck",
+    "expected_gradient": "gradverify.checks.expected_gradient:ExpectedGradientCheck",
+    "reference": "gradverify.checks.reference:ReferenceCheck",
+    "jvp": "gradverify.checks.jvp:JvpCheck",
+    "vmap": "gradverify.checks.vmap:VmapCheck",
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Protocol
 import torch
 
 from gradverify.results import Result, Status
-from gradverify.spec.models import Tolerance
+from gradverify.spec.models import FunctionSpec, Tolerance
 from gradverify.target import Target
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
@@ -27,11 +27,15 @@ class CaseContext:
     target: Target
     case: str
     arguments: tuple[Any, ...]  # in the declared dtypes; checks copy before use
-    tolerance: Tolerance
+    spec: FunctionSpec
     seed: int
     spec_file: str | None = None
     spec_line: int | None = None
     earlier: tuple[Result, ...] = field(default=())  # results of checks run before on this case
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return self.spec.tolerance
 
     def result(self, check: str, status: Status, message: str = "", **fields: Any) -> Result:
         index = fields.get("input_index")

@@ -18,8 +18,24 @@ from pydantic import (
     model_validator,
 )
 
-CheckId = Literal["forward", "backward", "finite_difference", "gradcheck", "gradgradcheck"]
+CheckId = Literal[
+    "lint",
+    "forward",
+    "backward",
+    "layouts",
+    "finite_difference",
+    "gradcheck",
+    "gradgradcheck",
+    "expected_gradient",
+    "reference",
+    "jvp",
+    "vmap",
+]
+# Every check id, in the order checks run.
 CHECK_IDS: tuple[CheckId, ...] = typing.get_args(CheckId)
+# The checks that need a spec key to mean anything, and run by default only when it is given.
+CONFIGURED_CHECKS: dict[str, str] = {"reference": "reference", "expected_gradient": "expected_gradient"}
+GradientMode = Literal["exact", "surrogate", "approximate"]
 
 # torch dtype names (and their aliases) accepted in a spec, checked without importing torch.
 FLOATING_DTYPES = frozenset(
@@ -163,12 +179,42 @@ class Case(_Strict):
     inputs: list[Input] = Field(default_factory=list)
 
 
+class LowPrecision(_Strict):
+    """How a Function run in a low dtype is judged against a float64 reference.
+
+    Its error must be at most `k` times the error of the reference itself run in the same
+    low dtype, plus a rounding floor of `floor_ulps` units in the last place of that dtype.
+    """
+
+    k: float = Field(2.0, gt=0)
+    floor_ulps: float = Field(4.0, ge=0)
+
+
+class Variants(_Strict):
+    """Extra layouts each case is also tried in (check `layouts`)."""
+
+    non_contiguous: bool = True  # tensor arguments of rank >= 2 with other strides
+    requires_grad_off: bool = True  # each argument in turn with requires_grad off
+
+
+def _import_path(value: str | None, key: str) -> str | None:
+    if value is not None and (":" not in value or value.endswith(":") or value.startswith(":")):
+        raise ValueError(f"{key} {value!r} must look like `package.module:Attr` or `path/file.py:Attr`")
+    return value
+
+
 class FunctionSpec(_Strict):
     """How to verify one Function: its target, checks, tolerances and cases."""
 
     target: str | None = None
-    gradient: Literal["exact"] = "exact"
-    checks: list[CheckId] = Field(default_factory=lambda: list(CHECK_IDS), min_length=1)
+    gradient: GradientMode = "exact"
+    expected_gradient: str | None = None  # surrogate: module:callable giving the intended gradient
+    max_error: float | None = Field(None, gt=0)  # approximate: the gradient's largest allowed error
+    reference: str | None = None  # module:callable, a plain PyTorch forward to compare with
+    low_precision: LowPrecision = Field(default_factory=LowPrecision)  # type: ignore[arg-type]
+    kinks: list[float] = Field(default_factory=list)  # known non-differentiable input values
+    variants: Variants = Field(default_factory=Variants)  # type: ignore[arg-type]
+    checks: list[CheckId] | None = Field(None, min_length=1)
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
     seed: int = 0
     cases: list[Case] = Field(min_length=1)
@@ -176,13 +222,44 @@ class FunctionSpec(_Strict):
     @field_validator("target")
     @classmethod
     def _target_form(cls, target: str | None) -> str | None:
-        if target is not None and (
-            ":" not in target or target.endswith(":") or target.startswith(":")
-        ):
-            raise ValueError(
-                f"target {target!r} must look like `package.module:Attr` or `path/file.py:Attr`"
-            )
-        return target
+        return _import_path(target, "target")
+
+    @field_validator("expected_gradient")
+    @classmethod
+    def _expected_gradient_form(cls, value: str | None) -> str | None:
+        return _import_path(value, "expected_gradient")
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_form(cls, value: str | None) -> str | None:
+        return _import_path(value, "reference")
+
+    @model_validator(mode="after")
+    def _mode_keys(self) -> FunctionSpec:
+        if self.expected_gradient is not None and self.gradient != "surrogate":
+            raise ValueError("`expected_gradient` belongs to `gradient: surrogate`")
+        if self.max_error is not None and self.gradient != "approximate":
+            raise ValueError("`max_error` belongs to `gradient: approximate`")
+        for check, key in CONFIGURED_CHECKS.items():
+            if self.checks and check in self.checks and getattr(self, key) is None:
+                raise ValueError(f"check `{check}` needs the key `{key}`")
+        return self
+
+    @property
+    def selected_checks(self) -> list[CheckId]:
+        """The checks to run: those listed, or every check whose configuration is present."""
+        if self.checks is not None:
+            return [check for check in CHECK_IDS if check in self.checks]
+        return [
+            check
+            for check in CHECK_IDS
+            if check not in CONFIGURED_CHECKS or getattr(self, CONFIGURED_CHECKS[check]) is not None
+        ]
+
+    @property
+    def allowed_error(self) -> float:
+        """`gradient: approximate`: the largest error allowed (default 1e-3)."""
+        return self.max_error if self.max_error is not None else 1e-3
 
     @field_validator("cases")
     @classmethod
