@@ -10,7 +10,8 @@ import torch
 
 from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
-from gradverify.inputs import DeviceUnavailable, build_inputs, case_seed
+from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
+from gradverify.settle import settle_inputs
 from gradverify.results import Report, Result, Status
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
@@ -38,14 +39,22 @@ def prepare(entries: Sequence[SpecEntry], target_override: str | None = None) ->
 def run(jobs: Sequence[Job], seed: int | None = None, notes: Sequence[str] = ()) -> Report:
     """Every check of every case; `seed` overrides the specs' seeds."""
     results: list[Result] = []
+    all_notes = list(notes)
     for job in jobs:
         for case in job.entry.spec.cases:
-            results.extend(run_case(job, case, job.entry.spec.seed if seed is None else seed))
-    return Report(results=tuple(results), notes=tuple(notes))
+            case_results, case_notes = run_case(
+                job, case, job.entry.spec.seed if seed is None else seed
+            )
+            results.extend(case_results)
+            all_notes.extend(f"{job.target.spec} [{case.name}]: {note}" for note in case_notes)
+    return Report(results=tuple(results), notes=tuple(all_notes))
 
 
-def run_case(job: Job, case: Case, seed: int) -> list[Result]:
-    """The checks of one case, with the user's global RNG state saved and restored."""
+def run_case(job: Job, case: Case, seed: int) -> tuple[list[Result], tuple[str, ...]]:
+    """The checks of one case, with the user's global RNG state saved and restored.
+
+    Also returns notes about the case's inputs (e.g. values drawn again away from kinks).
+    """
     spec = job.entry.spec
     this_seed = case_seed(seed, case.name)
     context = CaseContext(
@@ -60,13 +69,17 @@ def run_case(job: Job, case: Case, seed: int) -> list[Result]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(this_seed)  # randomness inside the user's code repeats run to run
         try:
-            context = replace(context, arguments=build_inputs(case, seed))
+            margin = KINK_MARGIN_EPS * spec.tolerance.eps
+            arguments = build_inputs(case, seed, spec.kinks, margin)
         except DeviceUnavailable as missing:
-            return [context.result(check_id, Status.SKIP, str(missing)) for check_id in spec.selected_checks]
+            skipped = [context.result(c, Status.SKIP, str(missing)) for c in spec.selected_checks]
+            return skipped, ()
+        arguments, notes = settle_inputs(job.target, case, arguments, spec, this_seed)
+        context = replace(context, arguments=arguments)
         results: list[Result] = []
         for check_id in spec.selected_checks:
             started = time.perf_counter()
             produced = get_check(check_id).run(replace(context, earlier=tuple(results)))
             share = (time.perf_counter() - started) / max(len(produced), 1)
             results.extend(replace(result, seconds=share) for result in produced)
-    return results
+    return results, notes

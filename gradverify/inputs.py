@@ -42,13 +42,27 @@ def case_seed(seed: int, case_name: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(case_name.encode())) % (2**63)
 
 
-def build_inputs(case: Case, seed: int) -> tuple[Any, ...]:
-    """The positional arguments of `case`, drawn from a generator seeded by `seed`."""
+# Known kinks (`kinks:` in a spec) are kept this many eps away from generated values.
+KINK_MARGIN_EPS = 10.0
+MAX_REDRAWS = 10
+
+
+def build_inputs(
+    case: Case, seed: int, kinks: Sequence[float] = (), margin: float = 0.0
+) -> tuple[Any, ...]:
+    """The positional arguments of `case`, drawn from a generator seeded by `seed`.
+
+    Generated floating values within `margin` of a known kink are drawn again; explicit
+    `values` are never changed.
+    """
     generator = torch.Generator().manual_seed(case_seed(seed, case.name))
     arguments: list[Any] = []
     for item in case.inputs:
         if isinstance(item, TensorInput):
-            arguments.append(_tensor(item, generator))
+            tensor = _tensor(item, generator)
+            if kinks and item.values is None and tensor.is_floating_point():
+                tensor = _away_from(tensor, item, kinks, margin, generator)
+            arguments.append(tensor)
         elif isinstance(item, LiteralInput):
             arguments.append(item.value)
         else:
@@ -65,6 +79,32 @@ def _tensor(spec: TensorInput, generator: torch.Generator) -> torch.Tensor:
         tensor = _random(spec.dims, dtype, spec.low, spec.high, generator)
     tensor = tensor.to(spec.device)
     return tensor.requires_grad_(spec.wants_grad)
+
+
+def _away_from(
+    tensor: torch.Tensor,
+    spec: TensorInput,
+    kinks: Sequence[float],
+    margin: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    values = tensor.detach().clone()
+    for _ in range(MAX_REDRAWS):
+        near = torch.zeros(values.shape, dtype=torch.bool, device=values.device)
+        for kink in kinks:
+            near |= (values.to(torch.float64) - kink).abs() < margin
+        if not near.any():
+            break
+        fresh = redraw_values(values, spec.low, spec.high, generator)
+        values = torch.where(near, fresh, values)
+    return values.requires_grad_(tensor.requires_grad)
+
+
+def redraw_values(
+    like: torch.Tensor, low: float, high: float, generator: torch.Generator
+) -> torch.Tensor:
+    """Fresh uniform values shaped and typed like `like` (floating dtypes)."""
+    return _random(like.shape, like.dtype, low, high, generator).to(like.device)
 
 
 def _random(

@@ -35,6 +35,7 @@ class Target:
     is_function: bool = False  # a torch.autograd.Function subclass
     source_file: str | None = None
     backward_line: int | None = None
+    once_differentiable: bool = False  # backward wrapped in @once_differentiable
 
     def argument_name(self, index: int) -> str | None:
         """forward's name for positional argument `index` (literals counted)."""
@@ -156,9 +157,26 @@ def _describe(spec: str, obj: Any) -> Target:
             spec, f"{type(obj).__name__} object is not callable; point at a Function or a function"
         )
     parameters, defaults, variadic = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
-    source_file, backward_line = _source_of(obj.backward if is_function else obj)
+    source_file, backward_line = _source_of(
+        inspect.unwrap(obj.backward) if is_function else obj
+    )
+    once = is_function and _is_once_differentiable(obj.backward)
     return Target(
-        spec, obj, call, parameters, defaults, variadic, is_function, source_file, backward_line
+        spec, obj, call, parameters, defaults, variadic, is_function, source_file, backward_line,
+        once,
+    )  # fmt: skip
+
+
+def _is_once_differentiable(backward: Any) -> bool:
+    """Whether backward is wrapped by torch.autograd.function.once_differentiable."""
+    import torch.autograd.function as autograd_function
+
+    code = getattr(backward, "__code__", None)
+    return (
+        code is not None
+        and hasattr(backward, "__wrapped__")
+        and code.co_filename == autograd_function.__file__
+        and code.co_name == "wrapper"
     )
 
 

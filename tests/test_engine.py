@@ -150,7 +150,7 @@ functions:
         "spec.yaml",
     )
     ran = []
-    monkeypatch.setattr(engine, "run_case", lambda *args: ran.append(args) or [])
+    monkeypatch.setattr(engine, "run_case", lambda *args: ran.append(args) or ([], ()))
     with pytest.raises(TargetError, match="Nope"):
         engine.run(engine.prepare(entries))
     assert ran == []

@@ -27,7 +27,10 @@ def diagnose(
     numerical = numerical.to(torch.float64)
     scale = float(numerical.abs().max().item())
     if scale <= atol:
-        return "the numerical gradient is zero here, but backward returns a nonzero gradient"
+        return (
+            "the numerical gradient is zero here, but backward returns a nonzero gradient; if "
+            "that is on purpose (a straight-through estimator), declare `gradient: surrogate`"
+        )
 
     def close(x: torch.Tensor, y: torch.Tensor) -> bool:
         return bool(((x - y).abs() <= atol + rtol * y.abs()).all().item())

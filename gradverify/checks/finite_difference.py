@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -17,6 +18,7 @@ from gradverify.checks.jacobian import (
     numerical_jacobian,
     unravel,
 )
+from gradverify.checks.kinks import Evaluate, Kink, excused_mask, find_kinks
 from gradverify.inputs import differentiable_indices, fresh_copies, promoted_arguments
 from gradverify.results import Result, Status
 
@@ -24,6 +26,33 @@ COMPLEX_SKIP = (
     "complex values: their Wirtinger derivatives are checked by `gradcheck`, not by real "
     "central differences"
 )
+SURROGATE_SKIP = (
+    "gradient: surrogate — backward is intentionally not the derivative, so values are not "
+    "compared (give `expected_gradient` to compare backward with the intended gradient)"
+)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Analytical and numerical Jacobian blocks per argument, and how to re-evaluate outputs."""
+
+    arguments: tuple[Any, ...]
+    layout: OutputLayout
+    analytical: dict[int, torch.Tensor]
+    numerical: dict[int, torch.Tensor]
+    evaluate: Evaluate  # the outputs the rows stand for, at given arguments
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """One argument's comparison after kinks have been taken into account."""
+
+    comparison: Comparison
+    kinks: tuple[Kink, ...]
+
+    @property
+    def admitted(self) -> list[Kink]:
+        return [kink for kink in self.kinks if kink.admitted]
 
 
 class FiniteDifferenceCheck:
@@ -38,6 +67,8 @@ class FiniteDifferenceCheck:
         wrt = differentiable_indices(context.arguments)
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]
+        if context.spec.gradient == "surrogate":
+            return [context.result(self.id, Status.SKIP, SURROGATE_SKIP)]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
         complex_arguments = [i for i in wrt if arguments[i].is_complex()]
@@ -54,114 +85,194 @@ class FiniteDifferenceCheck:
             return [
                 context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)
             ]
-        layout, analytical, numerical = blocks
-        if any(block.is_complex() for block in numerical.values()):
+        if any(block.is_complex() for block in blocks.numerical.values()):
             return [context.result(self.id, Status.SKIP, COMPLEX_SKIP, notes=notes)]
-        tol = context.tolerance
-        results = []
-        for index in wrt:
-            comparison = compare(analytical[index], numerical[index], tol.atol, tol.rtol)
-            results.append(
-                judge(
-                    context,
-                    self.id,
-                    index,
-                    arguments[index],
-                    layout,
-                    comparison,
-                    analytical[index],
-                    numerical[index],
-                    notes,
-                )
-            )
-        return results
+        if context.spec.gradient == "approximate":
+            return [measure(context, self.id, index, blocks, notes) for index in wrt]
+        try:
+            return [judge(context, self.id, index, blocks, notes) for index in wrt]
+        except UserCodeError as error:
+            return [crash_result(context, self.id, error)]
 
 
 def jacobian_blocks(
     context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int]
-) -> tuple[OutputLayout, dict[int, torch.Tensor], dict[int, torch.Tensor]] | None:
+) -> Blocks | None:
     """Analytical and numerical Jacobians of every differentiable output w.r.t. each of `wrt`."""
     outputs = call_forward(context.target.call, arguments)
     selected = differentiable_outputs(outputs)
     if not selected:
         return None
     layout = OutputLayout(tuple(i for i, _ in selected), tuple(tuple(o.shape) for _, o in selected))
-    analytical = analytical_jacobians([o for _, o in selected], arguments, wrt)
 
-    def selected_outputs(*perturbed: Any) -> list[torch.Tensor]:
+    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
         produced = call_forward(context.target.call, perturbed)
         return [produced[i] for i in layout.indices]
 
+    analytical = analytical_jacobians([o for _, o in selected], arguments, wrt)
     numerical = {
-        index: numerical_jacobian(selected_outputs, arguments, index, context.tolerance.eps)
+        index: numerical_jacobian(evaluate, arguments, index, context.tolerance.eps)
         for index in wrt
     }
-    return layout, analytical, numerical
+    return Blocks(tuple(arguments), layout, analytical, numerical, evaluate)
+
+
+def assess(context: CaseContext, index: int, blocks: Blocks) -> Assessment:
+    """Compare one argument's blocks; mismatches at kinks with a valid subgradient are excused."""
+    tol = context.tolerance
+    analytical, numerical = blocks.analytical[index], blocks.numerical[index]
+    comparison = compare(analytical, numerical, tol.atol, tol.rtol)
+    if comparison.ok:
+        return Assessment(comparison, ())
+    kinks = find_kinks(
+        blocks.evaluate, blocks.arguments, index, comparison.off,
+        analytical, numerical, tol.eps, tol.atol, tol.rtol,
+    )  # fmt: skip
+    if any(kink.admitted for kink in kinks):
+        excused = excused_mask(kinks, analytical.shape)
+        comparison = compare(analytical, numerical, tol.atol, tol.rtol, excused)
+    return Assessment(comparison, tuple(kinks))
 
 
 def judge(
     context: CaseContext,
     check: str,
     index: int,
-    argument: torch.Tensor,
-    layout: OutputLayout,
-    comparison: Comparison,
-    analytical: torch.Tensor,
-    numerical: torch.Tensor,
+    blocks: Blocks,
     notes: tuple[str, ...] = (),
 ) -> Result:
-    """One argument's verdict, naming the worst element and the likely cause."""
-    describe = context.describe_argument(index)
-    fields: dict[str, Any] = dict(
-        input_index=index,
-        max_abs_error=comparison.max_abs_error,
-        max_rel_error=comparison.max_rel_error,
-        mismatched=comparison.mismatched,
-        total=comparison.total,
-        notes=notes,
-    )
+    """One argument's verdict: pass, warn (mismatches only at kinks) or fail at the worst element."""
+    assessment = assess(context, index, blocks)
+    comparison, admitted = assessment.comparison, assessment.admitted
+    if comparison.ok and admitted:
+        return kink_warning(context, check, index, blocks, admitted, comparison, notes)
     if comparison.ok:
         return context.result(
-            check,
-            Status.PASS,
-            f"gradient of {describe} matches ({comparison.total} entries)",
-            **fields,
-        )
-    output_index, output_element = layout.locate(comparison.row)
+            check, Status.PASS,
+            f"gradient of {context.describe_argument(index)} matches ({comparison.total} entries)",
+            **_error_fields(index, comparison, notes),
+        )  # fmt: skip
+    if admitted:
+        notes = (*notes, f"{len(admitted)} mismatch(es) at non-differentiable points excused")
+    return mismatch_failure(context, check, index, blocks, comparison, assessment.kinks, notes)
+
+
+def mismatch_failure(
+    context: CaseContext,
+    check: str,
+    index: int,
+    blocks: Blocks,
+    comparison: Comparison,
+    kinks: Sequence[Kink],
+    notes: tuple[str, ...],
+) -> Result:
+    """A failure naming the worst element, the values and the likely cause."""
+    argument = blocks.arguments[index]
+    analytical, numerical = blocks.analytical[index], blocks.numerical[index]
+    output_index, output_element = blocks.layout.locate(comparison.row)
     element = unravel(comparison.column, argument.shape)
-    name = context.target.argument_name(index) or f"argument {index}"
-    hint = diagnose(
-        analytical,
-        numerical,
-        comparison.off,
-        argument,
-        name,
-        context.tolerance.atol,
-        context.tolerance.rtol,
-    )
+    outside = {(k.row, k.column): k for k in kinks if not k.admitted}
+    remaining = comparison.off.nonzero().tolist()
+    if remaining and all((row, column) in outside for row, column in remaining):
+        worst = outside[(comparison.row, comparison.column)]
+        hint = (
+            "wrong only at non-differentiable points: there any value between the one-sided "
+            f"slopes is a valid (sub)gradient, but {worst.describe()}"
+        )
+    else:
+        name = context.target.argument_name(index) or f"argument {index}"
+        tol = context.tolerance
+        hint = (
+            diagnose(analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol)
+            or None
+        )
     where = f"element {list(element)}"
-    if len(layout.indices) > 1 or layout.rows != argument.numel():
+    if len(blocks.layout.indices) > 1 or blocks.layout.rows != argument.numel():
         where += f", output {output_index} element {list(output_element)}"
     message = (
-        f"gradient of {describe} is wrong at {where}: analytical {comparison.analytical:.6g}, "
-        f"numerical {comparison.numerical:.6g} ({comparison.mismatched} of {comparison.total} entries off)"
+        f"gradient of {context.describe_argument(index)} is wrong at {where}: analytical "
+        f"{comparison.analytical:.6g}, numerical {comparison.numerical:.6g} "
+        f"({comparison.mismatched} of {comparison.total} entries off)"
     )
     return context.result(
-        check,
-        Status.FAIL,
-        message,
-        output_index=output_index,
-        element=element,
-        analytical=comparison.analytical,
-        numerical=comparison.numerical,
-        hint=hint,
-        **fields,
+        check, Status.FAIL, message,
+        output_index=output_index, element=element,
+        analytical=comparison.analytical, numerical=comparison.numerical,
+        hint=hint, **_error_fields(index, comparison, notes),
+    )  # fmt: skip
+
+
+def kink_warning(
+    context: CaseContext,
+    check: str,
+    index: int,
+    blocks: Blocks,
+    kinks: Sequence[Kink],
+    comparison: Comparison,
+    notes: tuple[str, ...],
+) -> Result:
+    """`warn`: the only mismatches sit at kinks, and backward gives a valid subgradient there."""
+    first = kinks[0]
+    element = unravel(first.column, blocks.arguments[index].shape)
+    columns = sorted({kink.column for kink in kinks})
+    more = f" (and {len(columns) - 1} more element(s))" if len(columns) > 1 else ""
+    message = (
+        f"non-differentiable at {context.describe_argument(index)}, element {list(element)}"
+        f"{more}: {first.describe()}"
     )
+    output_index, _ = blocks.layout.locate(first.row)
+    return context.result(
+        check, Status.WARN, message,
+        output_index=output_index, element=element,
+        analytical=first.analytical,
+        numerical=float(blocks.numerical[index][first.row, first.column]),
+        hint="a kink (as ReLU at 0): central differences mean nothing there, and backward's "
+        "value is a valid subgradient; the rest of the gradient matches",
+        **_error_fields(index, comparison, notes),
+    )  # fmt: skip
+
+
+def measure(
+    context: CaseContext, check: str, index: int, blocks: Blocks, notes: tuple[str, ...]
+) -> Result:
+    """`gradient: approximate`: the gradient's error as a figure, failing only above max_error."""
+    analytical = blocks.analytical[index].to(torch.float64)
+    numerical = blocks.numerical[index].to(torch.float64)
+    scale = max(float(numerical.abs().max()) if numerical.numel() else 0.0, context.tolerance.atol)
+    difference = (analytical - numerical).abs()
+    error = float(difference.max()) / scale if difference.numel() else 0.0
+    allowed = context.spec.allowed_error
+    flat = int(torch.argmax(difference)) if difference.numel() else 0
+    row, column = divmod(flat, max(difference.shape[1], 1)) if difference.numel() else (0, 0)
+    verdict = Status.PASS if error <= allowed else Status.FAIL
+    relation = "within" if verdict is Status.PASS else "above"
+    return context.result(
+        check, verdict,
+        f"gradient of {context.describe_argument(index)} has error {error:.3g} relative to its "
+        f"largest value, {relation} max_error {allowed:g}",
+        input_index=index,
+        element=unravel(column, blocks.arguments[index].shape),
+        analytical=float(analytical[row, column]) if difference.numel() else None,
+        numerical=float(numerical[row, column]) if difference.numel() else None,
+        max_abs_error=float(difference.max()) if difference.numel() else 0.0,
+        max_rel_error=error, notes=notes,
+    )  # fmt: skip
+
+
+def _error_fields(index: int, comparison: Comparison, notes: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "input_index": index,
+        "max_abs_error": comparison.max_abs_error,
+        "max_rel_error": comparison.max_rel_error,
+        "mismatched": comparison.mismatched,
+        "total": comparison.total,
+        "notes": notes,
+    }
 
 
 def promotion_notes(context: CaseContext, arguments: Sequence[Any]) -> tuple[str, ...]:
     return tuple(
-        f"{context.describe_argument(index)} promoted from {str(dtype).removeprefix('torch.')} to float64 "
-        "for this check"
+        f"{context.describe_argument(index)} promoted from {str(dtype).removeprefix('torch.')} "
+        "to float64 for this check"
         for index, dtype in promoted_arguments(arguments)
     )

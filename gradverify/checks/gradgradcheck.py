@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
-from gradverify.checks.compare import compare
-from gradverify.checks.finite_difference import promotion_notes
+from gradverify.checks.compare import Comparison
+from gradverify.checks.finite_difference import Blocks, assess, kink_warning, promotion_notes
+from gradverify.checks.gradcheck import MODE_SKIPS
 from gradverify.checks.jacobian import (
+    OutputLayout,
     analytical_jacobians,
     differentiable_outputs,
     numerical_jacobian,
     unravel,
 )
+from gradverify.checks.kinks import hold_fixed, kink_masks
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
     first_order_grads,
@@ -27,6 +30,11 @@ from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
 
 FIRST_ORDER_CHECKS = ("finite_difference", "gradcheck")
+
+ONCE_DIFFERENTIABLE = (
+    "backward is marked @once_differentiable: double backward raises by design, so there is "
+    "no second derivative to check"
+)
 
 SILENTLY_WRONG = (
     "the first derivative is right but the second is silently wrong: backward is likely not "
@@ -48,35 +56,28 @@ class GradgradcheckCheck:
         wrt = differentiable_indices(context.arguments)
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]
+        if context.spec.gradient in MODE_SKIPS:
+            return [context.result(self.id, Status.SKIP, MODE_SKIPS[context.spec.gradient])]
+        if context.target.once_differentiable:
+            return [context.result(self.id, Status.SKIP, ONCE_DIFFERENTIABLE)]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
         try:
             grad_outputs = self._grad_outputs(context, arguments)
+            if not grad_outputs:
+                return [
+                    context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)
+                ]
+            failure = self._gradgradcheck(context, context.target.call, arguments, grad_outputs)
+            if failure is None:
+                return [
+                    context.result(
+                        self.id, Status.PASS, "torch.autograd.gradgradcheck passed", notes=notes
+                    )
+                ]
+            return self._failure(context, failure, arguments, wrt, grad_outputs, notes)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
-        if not grad_outputs:
-            return [
-                context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)
-            ]
-        tol = context.tolerance
-        try:
-            with user_code("gradgradcheck"):
-                torch.autograd.gradgradcheck(
-                    tensor_outputs(context.target.call),
-                    arguments,
-                    grad_outputs,
-                    eps=tol.eps,
-                    atol=tol.atol,
-                    rtol=tol.rtol,
-                    nondet_tol=tol.nondet_tol,
-                )
-        except UserCodeError as error:
-            if not isinstance(error.error, GradcheckError):
-                return [crash_result(context, self.id, error)]
-            return [self._failure(context, str(error.error), arguments, wrt, grad_outputs, notes)]
-        return [
-            context.result(self.id, Status.PASS, "torch.autograd.gradgradcheck passed", notes=notes)
-        ]
 
     def _grad_outputs(self, context: CaseContext, arguments: Sequence[Any]) -> list[torch.Tensor]:
         outputs = call_forward(context.target.call, arguments)
@@ -88,6 +89,27 @@ class GradgradcheckCheck:
             for _, o in differentiable_outputs(outputs)
         ]
 
+    def _gradgradcheck(
+        self,
+        context: CaseContext,
+        call: Callable[..., Any],
+        arguments: tuple[Any, ...],
+        grad_outputs: list[torch.Tensor],
+    ) -> str | None:
+        """torch's gradgradcheck: None if it passes, else its failure message."""
+        tol = context.tolerance
+        try:
+            with user_code("gradgradcheck"):
+                torch.autograd.gradgradcheck(
+                    tensor_outputs(call), arguments, grad_outputs,
+                    eps=tol.eps, atol=tol.atol, rtol=tol.rtol, nondet_tol=tol.nondet_tol,
+                )  # fmt: skip
+        except UserCodeError as error:
+            if isinstance(error.error, GradcheckError):
+                return str(error.error)
+            raise
+        return None
+
     def _failure(
         self,
         context: CaseContext,
@@ -96,26 +118,56 @@ class GradgradcheckCheck:
         wrt: list[int],
         grad_outputs: list[torch.Tensor],
         notes: tuple[str, ...],
-    ) -> Result:
+    ) -> list[Result]:
         hint = self._hint(context)
-        mismatch = parse_mismatch(message)
-        if mismatch is None:
+        if parse_mismatch(message) is None:
             text, other_hint = explain_other_failure(message)
-            return context.result(
-                self.id, Status.FAIL, f"gradgradcheck: {text}", hint=other_hint or hint, notes=notes
-            )
-        try:
-            return self._locate(
-                context, mismatch.output, mismatch.input, arguments, wrt, grad_outputs, hint, notes
-            )
-        except UserCodeError:
-            return context.result(
-                self.id,
-                Status.FAIL,
-                f"gradgradcheck: {message.splitlines()[0]}",
-                hint=hint,
-                notes=notes,
-            )
+            return [
+                context.result(
+                    self.id,
+                    Status.FAIL,
+                    f"gradgradcheck: {text}",
+                    hint=other_hint or hint,
+                    notes=notes,
+                )
+            ]
+        blocks, positions = second_order_blocks(context, arguments, wrt, grad_outputs)
+        assessments = {p: assess(context, p, blocks) for p in positions}
+        failing = [p for p in positions if not assessments[p].comparison.ok]
+        if failing:
+            return [
+                self._mismatch(
+                    context, p, blocks, len(arguments), assessments[p].comparison, hint, notes
+                )
+                for p in failing
+            ]
+        kinks = {p: a.kinks for p, a in assessments.items() if p < len(arguments)}
+        masks = kink_masks(kinks, arguments)
+        if not masks:  # our own comparison cannot reproduce torch's complaint
+            return [
+                context.result(
+                    self.id,
+                    Status.FAIL,
+                    f"gradgradcheck: {message.splitlines()[0]}",
+                    hint=hint,
+                    notes=notes,
+                )
+            ]
+        held = hold_fixed(context.target.call, arguments, masks)
+        again = self._gradgradcheck(context, held, arguments, grad_outputs)
+        if again is not None:
+            text, other_hint = explain_other_failure(again)
+            return [context.result(
+                self.id, Status.FAIL,
+                f"gradgradcheck fails even with the non-differentiable elements held fixed: {text}",
+                hint=other_hint or hint, notes=notes,
+            )]  # fmt: skip
+        held_note = (*notes, "gradgradcheck passes with the non-differentiable elements held fixed")
+        return [
+            kink_warning(context, self.id, p, blocks, assessments[p].admitted,
+                         assessments[p].comparison, held_note)
+            for p in masks
+        ]  # fmt: skip
 
     def _hint(self, context: CaseContext) -> str:
         """What earlier checks say about the first derivative (values and structure)."""
@@ -133,56 +185,65 @@ class GradgradcheckCheck:
             )
         return SILENTLY_WRONG
 
-    def _locate(
+    def _mismatch(
         self,
         context: CaseContext,
-        output: int,
-        source: int,
-        arguments: tuple[Any, ...],
-        wrt: list[int],
-        grad_outputs: list[torch.Tensor],
+        position: int,
+        blocks: Blocks,
+        n_arguments: int,
+        comparison: Comparison,
         hint: str,
         notes: tuple[str, ...],
     ) -> Result:
-        """Rebuild the one Jacobian block torch complained about and find its worst element."""
-        grads = first_order_grads(context.target.call, len(arguments), wrt)
-        values = [*arguments, *grad_outputs]
-        # torch's input j counts the arguments that require grad, then the grad_outputs.
-        position = [*wrt, *range(len(arguments), len(values))][source]
-        with user_code("backward"):
-            gradient_of, produced = grads(*values)[output]
-        analytical = analytical_jacobians([produced], values, [position])[position]
-        numerical = numerical_jacobian(
-            lambda *v: [grads(*v)[output][1]], values, position, context.tolerance.eps
-        )
-        comparison = compare(analytical, numerical, context.tolerance.atol, context.tolerance.rtol)
-        of = f"the gradient of {context.describe_argument(gradient_of)}"
-        if position < len(arguments):
+        """A wrong second derivative: d(gradient of argument i) / d(argument j or grad_output k)."""
+        gradient_of, gradient_element = blocks.layout.locate(comparison.row)
+        of = f"the gradient of {context.describe_argument(gradient_of)} {list(gradient_element)}"
+        if position < n_arguments:
             by, input_index, output_index = context.describe_argument(position), position, None
-            shape = arguments[position].shape
         else:
-            k = position - len(arguments)
-            by, input_index, output_index = f"grad_output {k}", None, k
-            shape = grad_outputs[k].shape
-        element = unravel(comparison.column, shape)
+            k = position - n_arguments
+            by, input_index, output_index = f"grad_output {k}", gradient_of, k
+        element = unravel(comparison.column, blocks.arguments[position].shape)
         text = (
             f"second derivative is wrong: d({of}) / d({by}) at element {list(element)}: analytical "
             f"{comparison.analytical:.6g}, numerical {comparison.numerical:.6g} "
             f"({comparison.mismatched} of {comparison.total} entries off)"
         )
         return context.result(
-            self.id,
-            Status.FAIL,
-            text,
-            input_index=input_index if input_index is not None else gradient_of,
-            output_index=output_index,
-            element=element,
-            analytical=comparison.analytical,
-            numerical=comparison.numerical,
-            max_abs_error=comparison.max_abs_error,
-            max_rel_error=comparison.max_rel_error,
-            mismatched=comparison.mismatched,
-            total=comparison.total,
-            hint=hint,
-            notes=notes,
-        )
+            self.id, Status.FAIL, text,
+            input_index=input_index, output_index=output_index, element=element,
+            analytical=comparison.analytical, numerical=comparison.numerical,
+            max_abs_error=comparison.max_abs_error, max_rel_error=comparison.max_rel_error,
+            mismatched=comparison.mismatched, total=comparison.total, hint=hint, notes=notes,
+        )  # fmt: skip
+
+
+def second_order_blocks(
+    context: CaseContext,
+    arguments: tuple[Any, ...],
+    wrt: list[int],
+    grad_outputs: list[torch.Tensor],
+) -> tuple[Blocks, list[int]]:
+    """Jacobians of the first-order gradients w.r.t. the arguments and the grad_outputs.
+
+    The rows are the elements of every non-None gradient (OutputLayout.indices names the
+    argument each gradient belongs to); positions index `arguments + grad_outputs`.
+    """
+    grads = first_order_grads(context.target.call, len(arguments), wrt)
+    values = (*arguments, *grad_outputs)
+    with user_code("backward"):
+        produced = grads(*values)
+    layout = OutputLayout(
+        tuple(index for index, _ in produced), tuple(tuple(g.shape) for _, g in produced)
+    )
+
+    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
+        return [gradient for _, gradient in grads(*perturbed)]
+
+    # torch's input j counts the arguments that require grad, then the grad_outputs.
+    positions = [*wrt, *range(len(arguments), len(values))]
+    analytical = analytical_jacobians([g for _, g in produced], values, positions)
+    numerical = {
+        p: numerical_jacobian(evaluate, values, p, context.tolerance.eps) for p in positions
+    }
+    return Blocks(values, layout, analytical, numerical, evaluate), positions

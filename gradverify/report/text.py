@@ -20,6 +20,7 @@ STYLES = {
     Status.SKIP: "yellow",
     Status.WARN: "magenta",
 }
+QUIET = (Status.PASS, Status.SKIP)  # what --quiet leaves out
 MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.SKIP: "-", Status.WARN: "!"}
 
 
@@ -38,7 +39,7 @@ def render(report: Report, options: RenderOptions) -> str:
         console.print(Text(note, style="cyan"))
     for (target, case), group in groupby(report.results, key=lambda r: (r.target, r.case)):
         results = list(group)
-        if options.quiet and all(r.status is Status.PASS for r in results):
+        if options.quiet and all(r.status in QUIET for r in results):
             continue
         console.print(_case_table(target, case, results, options.quiet))
         shown: set[tuple[object, ...]] = set()
@@ -70,7 +71,7 @@ def _case_table(target: str, case: str, results: list[Result], quiet: bool) -> T
     table.add_column("time", justify="right", no_wrap=True)
     table.add_column("message", overflow="fold")
     for result in results:
-        if quiet and result.status is Status.PASS:
+        if quiet and result.status in QUIET:
             continue
         style = STYLES[result.status]
         table.add_row(

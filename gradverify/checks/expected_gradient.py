@@ -1,0 +1,137 @@
+"""`expected_gradient`: a surrogate backward against the gradient its author intended.
+
+With `gradient: surrogate` backward is on purpose not the derivative (straight-through
+estimators, gradient reversal), so finite differences say nothing. `expected_gradient:
+module:callable` names a plain PyTorch function that computes the intended gradient; it is
+called as `expected(*inputs, *grad_outputs)` and returns one gradient per forward argument
+(None where there is none), like backward. Backward must agree with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.compare import compare
+from gradverify.checks.jacobian import differentiable_outputs, unravel
+from gradverify.errors import TargetError
+from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.results import Result, Status
+from gradverify.target import load_target
+
+
+class ExpectedGradientCheck:
+    """backward's gradients equal those of the spec's `expected_gradient` function."""
+
+    id: ClassVar[str] = "expected_gradient"
+    description: ClassVar[str] = (
+        "a surrogate backward returns the gradient its `expected_gradient` function describes"
+    )
+
+    def run(self, context: CaseContext) -> list[Result]:
+        path = context.spec.expected_gradient
+        if path is None:
+            return [context.result(self.id, Status.SKIP, "no expected_gradient in the spec")]
+        wrt = differentiable_indices(context.arguments)
+        if not wrt:
+            return [context.result(self.id, Status.SKIP, "no argument requires grad")]
+        try:
+            expected_function = load_target(path).call
+        except TargetError as error:
+            return [context.result(self.id, Status.FAIL, f"expected_gradient: {error.render()}")]
+        arguments = fresh_copies(context.arguments)
+        try:
+            actual, grad_outputs = _backward(context, arguments, wrt)
+            with user_code("expected_gradient"):
+                detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in arguments]
+                expected = expected_function(*detached, *grad_outputs)
+        except UserCodeError as error:
+            return [crash_result(context, self.id, error)]
+        expected_by_index = _by_argument(expected, len(arguments), wrt)
+        if expected_by_index is None:
+            count = len(expected) if isinstance(expected, tuple | list) else 1
+            return [context.result(
+                self.id, Status.FAIL,
+                f"expected_gradient returned {count} value(s); return one per forward argument "
+                f"({len(arguments)}), None where there is none",
+            )]  # fmt: skip
+        return self._compare(context, arguments, wrt, actual, expected_by_index)
+
+    def _compare(
+        self,
+        context: CaseContext,
+        arguments: Sequence[Any],
+        wrt: Sequence[int],
+        actual: dict[int, torch.Tensor],
+        expected: dict[int, Any],
+    ) -> list[Result]:
+        tol = context.tolerance
+        problems = []
+        for index in wrt:
+            mine = actual[index]
+            theirs = expected.get(index)
+            if theirs is None:
+                theirs = torch.zeros_like(mine)
+            if not isinstance(theirs, torch.Tensor) or theirs.shape != mine.shape:
+                shape = list(theirs.shape) if isinstance(theirs, torch.Tensor) else type(theirs).__name__
+                problems.append(context.result(
+                    self.id, Status.FAIL,
+                    f"expected_gradient gives {shape} for {context.describe_argument(index)}, "
+                    f"whose gradient has shape {list(mine.shape)}",
+                    input_index=index,
+                ))  # fmt: skip
+                continue
+            comparison = compare(mine.reshape(1, -1), theirs.reshape(1, -1).to(mine.dtype), tol.atol, tol.rtol)
+            if comparison.ok:
+                continue
+            element = unravel(comparison.column, mine.shape)
+            problems.append(context.result(
+                self.id, Status.FAIL,
+                f"backward's gradient of {context.describe_argument(index)} differs from "
+                f"expected_gradient at element {list(element)}: backward {comparison.analytical:.6g}, "
+                f"expected {comparison.numerical:.6g} ({comparison.mismatched} of "
+                f"{comparison.total} elements off)",
+                input_index=index, element=element,
+                analytical=comparison.analytical, numerical=comparison.numerical,
+                max_abs_error=comparison.max_abs_error, mismatched=comparison.mismatched,
+                total=comparison.total,
+                hint="`analytical` is what backward returned, `numerical` what expected_gradient gives",
+            ))  # fmt: skip
+        if problems:
+            return problems
+        return [context.result(
+            self.id, Status.PASS,
+            f"backward matches expected_gradient for {len(wrt)} argument(s)",
+        )]  # fmt: skip
+
+
+def _backward(
+    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int]
+) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
+    """backward's gradients (through autograd) for seeded grad_outputs, and those grad_outputs."""
+    outputs = differentiable_outputs(call_forward(context.target.call, arguments))
+    generator = context.generator(salt=3)
+    grad_outputs = [
+        torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for _, o in outputs
+    ]
+    with user_code("backward"):
+        grads = torch.autograd.grad(
+            [o for _, o in outputs], [arguments[i] for i in wrt], grad_outputs, allow_unused=True
+        )
+    actual = {
+        index: (g if g is not None else torch.zeros_like(arguments[index])).detach()
+        for index, g in zip(wrt, grads, strict=True)
+    }
+    return actual, grad_outputs
+
+
+def _by_argument(expected: Any, n_arguments: int, wrt: Sequence[int]) -> dict[int, Any] | None:
+    values = tuple(expected) if isinstance(expected, tuple | list) else (expected,)
+    if len(values) >= n_arguments and all(v is None for v in values[n_arguments:]):
+        return dict(enumerate(values[:n_arguments]))
+    if len(values) == len(wrt):  # one per differentiable argument is unambiguous too
+        return dict(zip(wrt, values, strict=True))
+    return None

@@ -1,0 +1,119 @@
+"""Keep randomly drawn inputs off non-differentiable points.
+
+A generated value that lands within eps of a kink (ReLU at 0) makes central differences
+meaningless there; such elements are drawn again, a bounded number of times, and the
+report says so. Explicit `values` are never changed: a user who writes 0.0 means 0.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from gradverify.checks.base import UserCodeError, call_forward
+from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows, samples
+from gradverify.inputs import fresh_copies, redraw_values
+from gradverify.spec.models import Case, FunctionSpec, TensorInput
+from gradverify.target import Target
+
+MAX_TRIES = 5
+# Probing costs five forward calls per element: beyond this many elements per argument,
+# rely on the kink-aware comparisons alone.
+SETTLE_LIMIT = 2048
+
+
+def settle_inputs(
+    target: Target, case: Case, arguments: tuple[Any, ...], spec: FunctionSpec, seed: int
+) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """`arguments` with generated elements near kinks drawn again, and notes saying so."""
+    if spec.gradient != "exact":
+        return arguments, ()
+    generator = torch.Generator().manual_seed((seed + 104_729) % (2**63))
+    settled = list(arguments)
+    notes: list[str] = []
+    for index, item in enumerate(case.inputs):
+        argument = settled[index]
+        if not _generated(item, argument):
+            continue
+        assert isinstance(item, TensorInput)
+        try:
+            note = _settle_argument(target, settled, index, item, spec, generator)
+        except UserCodeError:
+            return arguments, ()  # forward crashes: the checks will say so
+        if note:
+            notes.append(note)
+    return tuple(settled), tuple(notes)
+
+
+def _generated(item: Any, argument: Any) -> bool:
+    return (
+        isinstance(item, TensorInput)
+        and item.values is None
+        and isinstance(argument, torch.Tensor)
+        and argument.is_floating_point()
+        and argument.requires_grad
+        and 0 < argument.numel() <= SETTLE_LIMIT
+    )
+
+
+def _settle_argument(
+    target: Target,
+    settled: list[Any],
+    index: int,
+    item: TensorInput,
+    spec: FunctionSpec,
+    generator: torch.Generator,
+) -> str | None:
+    redrawn: set[int] = set()
+    for tries in range(1, MAX_TRIES + 1):
+        near = near_kinks(target, settled, index, spec)
+        if not near:
+            return _note(target, index, redrawn, tries - 1, still=())
+        redrawn.update(near)
+        current = settled[index]
+        mask = torch.zeros(current.numel(), dtype=torch.bool)
+        mask[near] = True
+        fresh = redraw_values(current.detach(), item.low, item.high, generator)
+        values = torch.where(mask.reshape(current.shape), fresh, current.detach())
+        settled[index] = values.requires_grad_(current.requires_grad)
+    still = near_kinks(target, settled, index, spec)
+    return _note(target, index, redrawn, MAX_TRIES, still)
+
+
+def near_kinks(target: Target, arguments: Sequence[Any], index: int, spec: FunctionSpec) -> list[int]:
+    """Elements of argument `index` within eps of a kink of some output (probed in float64)."""
+    probe = fresh_copies(arguments, torch.float64)
+    eps, tol = spec.tolerance.eps, spec.tolerance
+
+    def evaluate(*values: Any) -> list[torch.Tensor]:
+        return [
+            o for o in call_forward(target.call, values)
+            if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())
+        ]  # fmt: skip
+
+    near = []
+    for column in range(probe[index].numel()):
+        values = samples(evaluate, probe, index, column, eps)
+        slope = (values[-1] - values[0]) / (2 * eps * OFFSETS[-1])
+        tolerance = tol.atol + tol.rtol * torch.nan_to_num(slope.abs(), posinf=0.0)
+        if bool(nondifferentiable_rows(values, eps, tolerance).any()):
+            near.append(column)
+    return near
+
+
+def _note(
+    target: Target, index: int, redrawn: set[int], tries: int, still: Sequence[int]
+) -> str | None:
+    if not redrawn:
+        return None
+    name = target.argument_name(index)
+    describe = f"argument {index} ({name})" if name else f"argument {index}"
+    text = (
+        f"re-drew {len(redrawn)} element(s) of {describe} that fell within eps of a "
+        f"non-differentiable point ({tries} {'try' if tries == 1 else 'tries'})"
+    )
+    if still:
+        text += f"; {len(still)} still near one after {tries} tries: mismatches there are judged as kinks"
+    return text
