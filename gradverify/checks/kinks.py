@@ -42,7 +42,7 @@ class Kink:
 
     row: int
     column: int
-    left: float  # one-sided slopes, (f(x) - f(x-eps))/eps and (f(x+eps) - f(x))/eps
+    left: float  # one-sided slopes over [x-eps, x-eps/2] and [x+eps/2, x+eps]
     right: float
     analytical: float
     admitted: bool  # analytical lies between the one-sided slopes
@@ -106,12 +106,14 @@ def find_kinks(
         values = samples(evaluate, arguments, index, column, eps)
         tolerance = atol + rtol * numerical[:, column].abs().to(torch.float64)
         flagged = nondifferentiable_rows(values, eps, tolerance)
-        centre = OFFSETS.index(0.0)
         for row in rows.tolist():
             if not flagged[row]:
                 continue
-            left = float((values[centre, row] - values[0, row]) / eps)
-            right = float((values[-1, row] - values[centre, row]) / eps)
+            # The outer half-steps: their slopes stay those of each side even when x sits
+            # exactly on a jump (sign(x) at 0), where (f(x) - f(x-eps))/eps would be the jump.
+            half = eps * (OFFSETS[1] - OFFSETS[0])
+            left = float((values[1, row] - values[0, row]) / half)
+            right = float((values[-1, row] - values[-2, row]) / half)
             value = float(analytical[row, column])
             kinks.append(
                 Kink(row, column, left, right, value, _between(value, left, right, atol, rtol))
