@@ -214,6 +214,8 @@ class FunctionSpec(_Strict):
     low_precision: LowPrecision = Field(default_factory=LowPrecision)  # type: ignore[arg-type]
     kinks: list[float] = Field(default_factory=list)  # known non-differentiable input values
     variants: Variants = Field(default_factory=Variants)  # type: ignore[arg-type]
+    mode: Literal["full", "randomized", "auto"] = "auto"  # full Jacobians, or random projections
+    timeout: float = Field(120.0, gt=0)  # seconds per case, in a worker process
     checks: list[CheckId] | None = Field(None, min_length=1)
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
     seed: int = 0
