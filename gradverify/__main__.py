@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from gradverify.cli import main
 
-main()
+# Guarded: worker processes are spawned, and a spawned child imports the parent's main module.
+if __name__ == "__main__":
+    main()

@@ -10,13 +10,16 @@ import sys
 import traceback
 from collections.abc import Callable
 from enum import Enum
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from gradverify import __version__
 from gradverify.errors import GradverifyError
 from gradverify.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from gradverify.session import RunOptions
 
 app = typer.Typer(
     name="gradverify",
@@ -31,6 +34,12 @@ app = typer.Typer(
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+class Mode(str, Enum):
+    full = "full"
+    randomized = "randomized"
+    auto = "auto"
 
 
 def _version(value: bool) -> None:
@@ -79,35 +88,83 @@ def check(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Show only failures, warnings and the summary.")
     ] = False,
+    mode: Annotated[
+        Optional[Mode],  # noqa: UP045
+        typer.Option(
+            "--mode",
+            help="full: whole Jacobians; randomized: random projections with localization "
+            "(for large inputs); auto (the spec's default): by size.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--timeout", help="Seconds per case before it fails as timed out [default: 120]."),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Cases run in parallel [default: the number of cores].")
+    ] = 0,
+    isolation: Annotated[
+        bool,
+        typer.Option(
+            "--isolation/--no-isolation",
+            help="Run each case in a worker process, so a crash or hang in your code fails only "
+            "that case. --no-isolation runs in this process (for debuggers).",
+        ),
+    ] = True,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache/--no-cache",
+            help="Report cases unchanged since a passing run from .gradverify_cache/.",
+        ),
+    ] = True,
 ) -> None:
-    """Run the checks (forward, backward, finite_difference, gradcheck, gradgradcheck).
+    """Run the checks on spec files, directories of specs, or targets.
+
+    Checks: lint, forward, backward, layouts, finite_difference, gradcheck, gradgradcheck,
+    expected_gradient (surrogates), reference (with `reference:`), jvp and vmap.
 
     Exit codes: 0 nothing failed, 1 a check failed, 2 a usage, spec or target error,
     3 an internal error of gradverify.
     """
-    code = _guarded(lambda: _check(paths, spec, seed, output_format, quiet))
+    from gradverify.session import RunOptions
+
+    options = RunOptions(
+        seed=seed, isolation=isolation, jobs=jobs, timeout=timeout,
+        mode=mode.value if mode else None, cache=cache,
+    )  # fmt: skip
+    code = _guarded(lambda: _check(paths, spec, options, output_format, quiet))
     raise typer.Exit(code)
 
 
 def _check(
-    paths: list[str], spec: str | None, seed: int | None, output_format: OutputFormat, quiet: bool
+    paths: list[str],
+    spec: str | None,
+    options: RunOptions,
+    output_format: OutputFormat,
+    quiet: bool,
 ) -> int:
-    from gradverify import engine
+    from gradverify import session
     from gradverify.plan import make_plan
+    from gradverify.progress import progress_listener
     from gradverify.report import FORMATS, RenderOptions
-    from gradverify.zeroconfig import infer_entry
 
     plan = make_plan(paths, spec)
-    jobs = engine.prepare(plan.entries)
+    entries = list(plan.entries)
     notes = []
-    for bare in plan.bare_targets:
-        target = engine.load_target(bare)
-        entry, note = infer_entry(target)
-        jobs.append(engine.Job(entry, target))
-        notes.append(note)
-    report = engine.run(jobs, seed=seed, notes=notes)
-    options = RenderOptions(color=_use_color(), width=_width(), quiet=quiet)
-    sys.stdout.write(FORMATS[output_format.value](report, options))
+    if plan.bare_targets:
+        from gradverify.target import load_target
+        from gradverify.zeroconfig import infer_entry
+
+        for bare in plan.bare_targets:
+            entry, note = infer_entry(load_target(bare))
+            entries.append(entry)
+            notes.append(note)
+    show_progress = output_format is OutputFormat.text and sys.stderr.isatty()
+    with progress_listener(enabled=show_progress) as listener:
+        report = session.run(entries, options, notes, listener)
+    render_options = RenderOptions(color=_use_color(), width=_width(), quiet=quiet)
+    sys.stdout.write(FORMATS[output_format.value](report, render_options))
     return ExitCode.OK if report.passed else ExitCode.FAILED
 
 
@@ -121,8 +178,13 @@ def _guarded(action: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return ExitCode.INTERRUPTED
-    except Exception:
-        traceback.print_exc()
+    except Exception as error:
+        from gradverify.session import InternalError
+
+        if isinstance(error, InternalError):  # gradverify failed inside a worker process
+            typer.echo(str(error), err=True)
+        else:
+            traceback.print_exc()
         typer.echo(
             f"internal error in gradverify {__version__}: this is a bug in gradverify, not in your code. "
             "Please report it with the traceback above.",

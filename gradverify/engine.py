@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import torch
 
@@ -50,7 +51,17 @@ def run(jobs: Sequence[Job], seed: int | None = None, notes: Sequence[str] = ())
     return Report(results=tuple(results), notes=tuple(all_notes))
 
 
-def run_case(job: Job, case: Case, seed: int) -> tuple[list[Result], tuple[str, ...]]:
+class CaseObserver(Protocol):
+    """Told about a case's progress (a worker forwards this to the parent process)."""
+
+    def check_started(self, check_id: str) -> None: ...
+
+    def check_finished(self, results: list[Result]) -> None: ...
+
+
+def run_case(
+    job: Job, case: Case, seed: int, observer: CaseObserver | None = None
+) -> tuple[list[Result], tuple[str, ...]]:
     """The checks of one case, with the user's global RNG state saved and restored.
 
     Also returns notes about the case's inputs (e.g. values drawn again away from kinks).
@@ -78,8 +89,13 @@ def run_case(job: Job, case: Case, seed: int) -> tuple[list[Result], tuple[str, 
         context = replace(context, arguments=arguments)
         results: list[Result] = []
         for check_id in spec.selected_checks:
+            if observer is not None:
+                observer.check_started(check_id)
             started = time.perf_counter()
             produced = get_check(check_id).run(replace(context, earlier=tuple(results)))
             share = (time.perf_counter() - started) / max(len(produced), 1)
-            results.extend(replace(result, seconds=share) for result in produced)
+            timed = [replace(result, seconds=share) for result in produced]
+            results.extend(timed)
+            if observer is not None:
+                observer.check_finished(timed)
     return results, notes

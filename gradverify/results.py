@@ -45,6 +45,7 @@ class Result:
     rule: str | None = None  # a lint finding's stable id, e.g. "GV101"
     source_file: str | None = None  # where in the user's code, when known
     source_line: int | None = None
+    cached: bool = False  # reported from the cache of an earlier passing run
 
     @property
     def failed(self) -> bool:

@@ -85,9 +85,21 @@ class UserCodeError(Exception):
         return tuple(_user_frames(self.error))
 
 
+# A worker process listens to phases, so that a crash or a timeout can say where it happened.
+_phase_listener: Callable[[str], None] | None = None
+
+
+def listen_to_phases(listener: Callable[[str], None] | None) -> None:
+    """Call `listener(phase)` whenever the user's code is entered ("forward", "backward", ...)."""
+    global _phase_listener
+    _phase_listener = listener
+
+
 @contextmanager
 def user_code(phase: str) -> Iterator[None]:
     """Run the user's code, turning any exception it raises into UserCodeError."""
+    if _phase_listener is not None:
+        _phase_listener(phase)
     try:
         yield
     except UserCodeError:

@@ -1,0 +1,177 @@
+"""Remember cases that passed, keyed by everything that could change their verdict.
+
+The key covers the target's source (its module file, the packages it sits in, and every file
+of the user's project it imports, found by reading `import` statements — nothing is
+imported), the spec of the case, the seed, and the versions of gradverify and torch (read
+from package metadata, so a cached run never imports torch). Only cases with no failure are
+stored; a hit is reported as `pass (cached)`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+from dataclasses import replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from gradverify import __version__
+from gradverify.results import Result, Status
+from gradverify.worker import Task
+
+FORMAT = "v1"
+
+
+class ResultCache:
+    """A directory of passing cases, `.gradverify_cache/` by default (git-ignored)."""
+
+    def __init__(self, directory: Path, project: Path | None = None) -> None:
+        self.directory = directory / FORMAT
+        self.root = directory
+        self.project = (project or Path.cwd()).resolve()
+
+    def lookup(self, task: Task) -> list[Result] | None:
+        key = self.key(task)
+        if key is None:
+            return None
+        try:
+            stored = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+            return [_result(item) for item in stored["results"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def store(self, task: Task, results: list[Result]) -> None:
+        if not results or any(result.failed for result in results):
+            return
+        key = self.key(task)
+        if key is None:
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            ignore = self.root / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# written by gradverify: the cache is not for version control\n*\n")
+            payload = {"results": [result.to_dict() for result in results]}
+            temporary = self.directory / f"{key}.{os.getpid()}.tmp"
+            temporary.write_text(json.dumps(payload), encoding="utf-8")
+            temporary.replace(self.directory / f"{key}.json")
+        except OSError:
+            pass  # a read-only checkout simply runs without a cache
+
+    def key(self, task: Task) -> str | None:
+        """The case's cache key, or None when its source cannot be found."""
+        target = task.entry.spec.target
+        if target is None:
+            return None
+        files = source_files(target, self.project)
+        if not files:
+            return None
+        digest = hashlib.sha256()
+        spec = task.entry.spec
+        case = next(c for c in spec.cases if c.name == task.case)
+        for part in (
+            FORMAT, __version__, _version("torch"),
+            spec.model_dump_json(exclude={"cases"}), case.model_dump_json(), str(task.seed),
+        ):  # fmt: skip
+            digest.update(part.encode())
+            digest.update(b"\0")
+        for file in files:
+            digest.update(str(file).encode())
+            digest.update(file.read_bytes())
+        return digest.hexdigest()
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _result(item: dict[str, Any]) -> Result:
+    fields = dict(item)
+    fields["status"] = Status(fields["status"])
+    for name in ("element",):
+        if fields.get(name) is not None:
+            fields[name] = tuple(fields[name])
+    fields["notes"] = tuple(fields.get("notes", ()))
+    fields["details"] = tuple(fields.get("details", ()))
+    fields["seconds"] = 0.0
+    return replace(Result(**fields), cached=True)
+
+
+def source_files(target: str, project: Path) -> list[Path]:
+    """The target's module file and every project file it imports, transitively (sorted)."""
+    module_part = target.rsplit(":", 1)[0]
+    if module_part.endswith(".py") or "/" in module_part:
+        start = (project / module_part).resolve()
+        first = [start] if start.is_file() else []
+        package = _package_of(start)
+    else:
+        first = _module_files(module_part, project)
+        package = module_part.rpartition(".")[0]
+    seen: set[Path] = set()
+    queue = [(file, package) for file in first]
+    while queue:
+        file, package = queue.pop()
+        if file in seen:
+            continue
+        seen.add(file)
+        for name in _imports(file, package):
+            queue.extend((found, name.rpartition(".")[0]) for found in _module_files(name, project))
+    return sorted(seen)
+
+
+def _module_files(dotted: str, project: Path) -> list[Path]:
+    """The files that importing `dotted` runs, if they live in the project: packages' __init__ too."""
+    parts = dotted.split(".")
+    files = []
+    for depth in range(1, len(parts) + 1):
+        base = project.joinpath(*parts[:depth])
+        for candidate in (base / "__init__.py", base.with_suffix(".py")):
+            if candidate.is_file():
+                files.append(candidate.resolve())
+                break
+    return files
+
+
+def _package_of(file: Path) -> str:
+    parts: list[str] = []
+    directory = file.parent
+    while (directory / "__init__.py").is_file():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return ".".join(parts)
+
+
+def _imports(file: Path, package: str) -> list[str]:
+    """Dotted names imported by `file` (relative imports resolved against `package`)."""
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module, node.level, package)
+            if base is None:
+                continue
+            names.append(base)
+            # `from pkg import mod` may name a submodule.
+            names.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return names
+
+
+def _absolute(module: str | None, level: int, package: str) -> str | None:
+    if level == 0:
+        return module
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts):
+        return None
+    anchor = parts[: len(parts) - (level - 1)]
+    return ".".join([*anchor, module] if module else anchor) or None

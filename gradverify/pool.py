@@ -1,0 +1,178 @@
+"""A pool of worker processes that survives the user's code: segfaults, exits, hangs.
+
+Workers are started once (each imports torch once) and reused. A worker that dies or
+overruns its case's time limit is replaced; its case ends as a failure that says what
+happened and where ("process died with SIGSEGV in backward"), and every other case runs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from gradverify.results import Result
+from gradverify.worker import Task, serve
+
+# A worker that has not even started its case by then is considered stuck at start-up.
+START_LIMIT = 300.0
+
+
+@dataclass
+class Outcome:
+    """What a worker reported for one task, and how it ended."""
+
+    results: list[Result] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+    check: str | None = None  # the check running when it ended
+    phase: str | None = None  # the phase of the user's code then
+    done: bool = False
+    ended: str | None = None  # why it ended early: "process died with SIGSEGV", "timed out ..."
+    user_error: str | None = None  # a spec or target error found in the worker
+    internal: str | None = None  # a traceback of gradverify's own failure
+
+
+Listener = Callable[[Task, str, Any], None]
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    connection: Connection
+    task: Task | None = None
+    deadline: float | None = None
+    timeout: float = 0.0
+
+
+class WorkerPool:
+    """`size` worker processes, each running `torch.set_num_threads(threads)`."""
+
+    def __init__(self, size: int, threads: int) -> None:
+        self.size = max(1, size)
+        self.threads = threads
+        self.context = multiprocessing.get_context("spawn")
+        self.workers: list[_Worker] = []
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(
+        self, tasks: Sequence[tuple[Task, float]], listener: Listener | None = None
+    ) -> dict[int, Outcome]:
+        """Run every (task, timeout); the outcome of each task by its id."""
+        pending = deque(tasks)
+        outcomes: dict[int, Outcome] = {task.id: Outcome() for task, _ in tasks}
+        notify = listener or (lambda task, kind, value: None)
+        while pending or any(w.task is not None for w in self.workers):
+            self._dispatch(pending)
+            busy = [w for w in self.workers if w.task is not None]
+            waitables: list[Any] = [w.connection for w in busy] + [w.process.sentinel for w in busy]
+            wait(waitables, timeout=self._next_wait(busy))
+            for worker in busy:
+                self._collect(worker, outcomes, notify)
+        return outcomes
+
+    def close(self) -> None:
+        for worker in self.workers:
+            try:
+                worker.connection.send(None)
+            except (OSError, ValueError):
+                pass
+        for worker in self.workers:
+            worker.process.join(timeout=2)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+        self.workers = []
+
+    def _dispatch(self, pending: deque[tuple[Task, float]]) -> None:
+        while pending:
+            idle = next((w for w in self.workers if w.task is None), None)
+            if idle is None and len(self.workers) < self.size:
+                idle = self._start()
+            if idle is None:
+                return
+            task, timeout = pending.popleft()
+            idle.task, idle.timeout = task, timeout
+            idle.deadline = time.monotonic() + START_LIMIT + timeout
+            idle.connection.send(task)
+
+    def _start(self) -> _Worker:
+        parent_end, child_end = self.context.Pipe()
+        process = self.context.Process(target=serve, args=(child_end, self.threads), daemon=True)
+        process.start()
+        child_end.close()
+        worker = _Worker(process, parent_end)
+        self.workers.append(worker)
+        return worker
+
+    def _next_wait(self, busy: list[_Worker]) -> float | None:
+        deadlines = [w.deadline for w in busy if w.deadline is not None]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def _collect(self, worker: _Worker, outcomes: dict[int, Outcome], notify: Listener) -> None:
+        task = worker.task
+        assert task is not None
+        outcome = outcomes[task.id]
+        try:
+            while worker.task is not None and worker.connection.poll():
+                self._receive(worker, worker.connection.recv(), outcome, notify)
+        except (EOFError, OSError):
+            pass  # the process is gone; its sentinel says how
+        if worker.task is None:
+            return
+        if not worker.process.is_alive():
+            outcome.ended = _death(worker.process.exitcode)
+            self._replace(worker)
+        elif worker.deadline is not None and time.monotonic() >= worker.deadline:
+            outcome.ended = f"timed out after {worker.timeout:g} s"
+            worker.process.kill()
+            worker.process.join()
+            self._replace(worker)
+        else:
+            return
+        notify(task, "ended", outcome.ended)
+
+    def _receive(self, worker: _Worker, message: tuple[Any, ...], outcome: Outcome, notify: Listener) -> None:
+        kind = message[0]
+        task = worker.task
+        assert task is not None
+        if kind == "started":
+            worker.deadline = time.monotonic() + worker.timeout
+        elif kind == "check":
+            outcome.check, outcome.phase = message[2], None
+        elif kind == "phase":
+            outcome.phase = message[2]
+        elif kind == "results":
+            outcome.results.extend(message[2])
+        elif kind in ("done", "user_error", "internal"):
+            if kind == "done":
+                outcome.notes, outcome.done = message[2], True
+            elif kind == "user_error":
+                outcome.user_error = message[2]
+            else:
+                outcome.internal = message[2]
+            worker.task, worker.deadline = None, None
+        notify(task, kind, message[2] if len(message) > 2 else None)
+
+    def _replace(self, worker: _Worker) -> None:
+        worker.connection.close()
+        self.workers.remove(worker)
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"process died with {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"process died with signal {-exitcode}"
+    return f"process exited with code {exitcode}"

@@ -1,0 +1,166 @@
+"""A run over many cases: overrides, cache, worker processes or in-process, one Report.
+
+This is the one place that decides how cases run. It never imports torch itself: the
+workers do, and the in-process path imports the engine only when it is chosen.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from gradverify.cache import ResultCache
+from gradverify.errors import GradverifyError
+from gradverify.pool import Outcome, WorkerPool
+from gradverify.results import Report, Result, Status
+from gradverify.spec.load import SpecEntry
+from gradverify.worker import Task
+
+Listener = Callable[[Task, str, Any], None]
+
+
+class InternalError(Exception):
+    """gradverify itself failed inside a worker; carries the worker's traceback."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    seed: int | None = None
+    isolation: bool = True  # each case in a worker process
+    jobs: int = 0  # worker processes; 0: one per core
+    timeout: float | None = None  # seconds per case; None: the spec's (default 120)
+    mode: str | None = None  # full | randomized | auto; None: the spec's
+    cache: bool = True
+    cache_dir: Path = Path(".gradverify_cache")
+
+
+def run(
+    entries: Sequence[SpecEntry],
+    options: RunOptions,
+    notes: Sequence[str] = (),
+    listener: Listener | None = None,
+) -> Report:
+    """Every case of every entry, in the order written, whatever ran where."""
+    entries = [_with_overrides(entry, options) for entry in entries]
+    pairs = [(entry, case) for entry in entries for case in entry.spec.cases]
+    tasks = [
+        Task(index, entry, case.name, _seed(entry, options))
+        for index, (entry, case) in enumerate(pairs)
+    ]
+    cache = ResultCache(options.cache_dir) if options.cache else None
+    finished: dict[int, tuple[list[Result], tuple[str, ...]]] = {}
+    for task in tasks:
+        hit = cache.lookup(task) if cache else None
+        if hit is not None:
+            finished[task.id] = (hit, ())
+    remaining = [task for task in tasks if task.id not in finished]
+    ran = {task.id for task in remaining}
+    if options.isolation:
+        finished.update(_in_workers(remaining, options, listener))
+    else:
+        finished.update(_in_process(remaining, listener))
+    results: list[Result] = []
+    all_notes = list(notes)
+    for task in tasks:
+        case_results, case_notes = finished[task.id]
+        results.extend(case_results)
+        all_notes.extend(f"{task.entry.spec.target} [{task.case}]: {note}" for note in case_notes)
+        if cache is not None and task.id in ran:
+            cache.store(task, case_results)
+    return Report(results=tuple(results), notes=tuple(all_notes))
+
+
+def _seed(entry: SpecEntry, options: RunOptions) -> int:
+    return entry.spec.seed if options.seed is None else options.seed
+
+
+def _with_overrides(entry: SpecEntry, options: RunOptions) -> SpecEntry:
+    update: dict[str, Any] = {}
+    if options.mode is not None:
+        update["mode"] = options.mode
+    if options.timeout is not None:
+        update["timeout"] = options.timeout
+    return replace(entry, spec=entry.spec.model_copy(update=update)) if update else entry
+
+
+def _in_workers(
+    tasks: Sequence[Task], options: RunOptions, listener: Listener | None
+) -> dict[int, tuple[list[Result], tuple[str, ...]]]:
+    if not tasks:
+        return {}
+    cores = os.cpu_count() or 1
+    size = min(options.jobs or cores, len(tasks))
+    with WorkerPool(size, threads=max(1, cores // size)) as pool:
+        outcomes = pool.run([(task, task.entry.spec.timeout) for task in tasks], listener)
+    return {task.id: _results_of(task, outcomes[task.id]) for task in tasks}
+
+
+def _results_of(task: Task, outcome: Outcome) -> tuple[list[Result], tuple[str, ...]]:
+    if outcome.user_error is not None:
+        raise GradverifyError(outcome.user_error)
+    if outcome.internal is not None:
+        raise InternalError(outcome.internal)
+    if outcome.ended is None:
+        return outcome.results, outcome.notes
+    return [*outcome.results, *_ended_results(task, outcome)], outcome.notes
+
+
+def _ended_results(task: Task, outcome: Outcome) -> list[Result]:
+    """A fail for the check the process ended in, and a skip for each check never run."""
+    spec = task.entry.spec
+    checks = spec.selected_checks
+    ran = {result.check for result in outcome.results}
+    current = outcome.check if outcome.check in checks else next((c for c in checks if c not in ran), None)
+    if current is None:
+        return []
+    where = f" in {outcome.phase}" if outcome.phase else ""
+    line = task.entry.case_lines.get(task.case, task.entry.line)
+
+    def result(check: str, status: Status, message: str) -> Result:
+        return Result(
+            target=spec.target or "", case=task.case, check=check, status=status,
+            message=message, spec_file=task.entry.file, spec_line=line,
+        )  # fmt: skip
+
+    ended = [result(current, Status.FAIL, f"{outcome.ended}{where} (during check {current})")]
+    later = checks[checks.index(current) + 1 :]
+    ended.extend(
+        result(check, Status.SKIP, f"not run: the case's process {_short(outcome.ended or '')}")
+        for check in later
+    )
+    return ended
+
+
+def _short(ended: str) -> str:
+    return ended.removeprefix("process ")
+
+
+def _in_process(
+    tasks: Sequence[Task], listener: Listener | None
+) -> dict[int, tuple[list[Result], tuple[str, ...]]]:
+    from gradverify import engine
+
+    finished: dict[int, tuple[list[Result], tuple[str, ...]]] = {}
+    targets: dict[str, Any] = {}
+    for task in tasks:
+        name = task.entry.spec.target or ""
+        if name not in targets:
+            targets[name] = engine.load_target(name)
+        case = next(c for c in task.entry.spec.cases if c.name == task.case)
+        observer = _ListenerObserver(task, listener) if listener else None
+        finished[task.id] = engine.run_case(engine.Job(task.entry, targets[name]), case, task.seed, observer)
+    return finished
+
+
+class _ListenerObserver:
+    def __init__(self, task: Task, listener: Listener) -> None:
+        self.task, self.listener = task, listener
+
+    def check_started(self, check_id: str) -> None:
+        self.listener(self.task, "check", check_id)
+
+    def check_finished(self, results: list[Result]) -> None:
+        self.listener(self.task, "results", results)

@@ -1,0 +1,85 @@
+"""The worker process: imports torch once, then runs cases sent by the parent, one at a time.
+
+Everything it learns is sent back as it happens (the check being run, the phase of the
+user's code, each check's results), so that if the user's code kills the process or hangs,
+the parent still knows what was done and where it stopped.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from gradverify.results import Result
+from gradverify.spec.load import SpecEntry
+
+
+@dataclass(frozen=True)
+class Task:
+    """One case of one Function, as sent to a worker."""
+
+    id: int
+    entry: SpecEntry
+    case: str
+    seed: int
+
+
+def serve(connection: Connection, threads: int) -> None:
+    """The worker's main loop (the target of each worker process)."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    from gradverify import engine
+    from gradverify.checks import REGISTRY, get_check
+    from gradverify.checks.base import listen_to_phases
+
+    for check_id in REGISTRY:  # import every check now, not inside a case's time limit
+        get_check(check_id)
+    from gradverify.errors import GradverifyError
+
+    targets: dict[str, Any] = {}
+    connection.send(("ready",))
+    while True:
+        task = connection.recv()
+        if task is None:
+            return
+        connection.send(("started", task.id))
+        reporter = _Reporter(connection, task.id)
+        listen_to_phases(reporter.phase)
+        try:
+            name = task.entry.spec.target
+            if name not in targets:
+                targets[name] = engine.load_target(name)
+            job = engine.Job(task.entry, targets[name])
+            case = next(c for c in task.entry.spec.cases if c.name == task.case)
+            _, notes = engine.run_case(job, case, task.seed, observer=reporter)
+            connection.send(("done", task.id, notes))
+        except GradverifyError as error:
+            connection.send(("user_error", task.id, error.render()))
+        except Exception:
+            connection.send(("internal", task.id, traceback.format_exc()))
+        finally:
+            listen_to_phases(None)
+
+
+class _Reporter:
+    """Forwards a case's progress to the parent; phases only when they change."""
+
+    def __init__(self, connection: Connection, task_id: int) -> None:
+        self.connection = connection
+        self.task_id = task_id
+        self.last_phase: str | None = None
+
+    def check_started(self, check_id: str) -> None:
+        self.last_phase = None
+        self.connection.send(("check", self.task_id, check_id))
+
+    def check_finished(self, results: list[Result]) -> None:
+        self.connection.send(("results", self.task_id, results))
+
+    def phase(self, phase: str) -> None:
+        if phase != self.last_phase:
+            self.last_phase = phase
+            self.connection.send(("phase", self.task_id, phase))

@@ -1,0 +1,48 @@
+"""Functions that take their process down: a verifier must survive them and say what happened."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Any
+
+import torch
+
+
+class SegfaultInBackward(torch.autograd.Function):
+    """Correct forward; backward dereferences a null pointer (as a broken C++ kernel might)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        ctypes.string_at(0)  # SIGSEGV
+        return grad_output * 2
+
+
+class LoopsForeverInForward(torch.autograd.Function):
+    """forward never returns."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        while True:
+            time.sleep(0.05)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return grad_output
+
+
+class ExitsInForward(torch.autograd.Function):
+    """forward calls os._exit, as a library that aborts might."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        os._exit(7)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return grad_output
