@@ -77,7 +77,7 @@ def _case_table(target: str, case: str, results: list[Result], quiet: bool) -> T
         table.add_row(
             Text(MARKS[result.status], style=style),
             result.check,
-            Text(result.status.value, style=style),
+            Text(result.status.value + (" (cached)" if result.cached else ""), style=style),
             f"{result.seconds:.2f}s",
             _headline(result),
         )
@@ -145,7 +145,7 @@ def _evidence(result: Result) -> Iterable[tuple[str, str]]:
         errors = f"max abs {result.max_abs_error:.3g}"
         if result.max_rel_error is not None:
             errors += f", max rel {result.max_rel_error:.3g}"
-        if result.mismatched is not None and result.total:
+        if result.mismatched and result.total:
             errors += f"; {result.mismatched} of {result.total} entries off"
         yield "error", errors
     if result.hint:
