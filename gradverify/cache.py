@@ -10,6 +10,7 @@ stored; a hit is reported as `pass (cached)`.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -73,7 +74,7 @@ class ResultCache:
         spec = task.entry.spec
         case = next(c for c in spec.cases if c.name == task.case)
         for part in (
-            FORMAT, __version__, _version("torch"),
+            FORMAT, __version__, _own_source_digest(), _version("torch"),
             spec.model_dump_json(exclude={"cases"}), case.model_dump_json(), str(task.seed),
         ):  # fmt: skip
             digest.update(part.encode())
@@ -82,6 +83,16 @@ class ResultCache:
             digest.update(str(file).encode())
             digest.update(file.read_bytes())
         return digest.hexdigest()
+
+
+@functools.cache
+def _own_source_digest() -> str:
+    """gradverify's own code: a changed check must not be answered from an old verdict."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for file in sorted(package.rglob("*.py")):
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
 
 
 def _version(package: str) -> str:

@@ -12,8 +12,8 @@ import torch
 from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
-from gradverify.settle import settle_inputs
 from gradverify.results import Report, Result, Status
+from gradverify.settle import settle_inputs
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
 from gradverify.target import Target, load_target

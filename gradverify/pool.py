@@ -7,6 +7,7 @@ happened and where ("process died with SIGSEGV in backward"), and every other ca
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import signal
 import time
@@ -83,10 +84,8 @@ class WorkerPool:
 
     def close(self) -> None:
         for worker in self.workers:
-            try:
+            with contextlib.suppress(OSError, ValueError):  # already gone
                 worker.connection.send(None)
-            except (OSError, ValueError):
-                pass
         for worker in self.workers:
             worker.process.join(timeout=2)
             if worker.process.is_alive():

@@ -164,12 +164,12 @@ def test_version():
 
 
 def test_an_internal_error_asks_for_a_bug_report(monkeypatch):
-    from gradverify import engine
+    from gradverify import session
 
     def broken(*args, **kwargs):
         raise RuntimeError("an engine bug")
 
-    monkeypatch.setattr(engine, "run", broken)
+    monkeypatch.setattr(session, "run", broken)
     result = invoke("check", "specs/examples.yaml")
     assert result.exit_code == ExitCode.INTERNAL == 3
     assert "an engine bug" in result.stderr  # the traceback, for the report

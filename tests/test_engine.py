@@ -30,7 +30,7 @@ def without_timing(report):
     return [json.dumps({**result.to_dict(), "seconds": 0}) for result in report.results]
 
 
-def test_results_follow_the_spec_order(run_spec):
+def test_results_follow_the_spec_order_and_checks_their_fixed_order(run_spec):
     report = run_spec(
         """
         functions:
@@ -45,10 +45,11 @@ def test_results_follow_the_spec_order(run_spec):
         """
     )
     assert [(r.target.rsplit(":")[-1], r.case, r.check) for r in report.results] == [
-        ("Mul", "second", "gradcheck"),
+        # Checks always run in their fixed order (later ones read earlier verdicts).
         ("Mul", "second", "forward"),
-        ("Mul", "first", "gradcheck"),
+        ("Mul", "second", "gradcheck"),
         ("Mul", "first", "forward"),
+        ("Mul", "first", "gradcheck"),
         ("Square", "only", "backward"),
     ]
     assert all(r.seconds >= 0 for r in report.results)
@@ -118,6 +119,7 @@ def test_a_cuda_case_is_skipped_without_cuda(run_spec, find):
     report = run_spec(
         """
         target: tests.functions.correct:Square
+        checks: [forward, backward, finite_difference, gradcheck, gradgradcheck]
         cases:
           - {name: gpu, inputs: [{shape: [4], device: cuda}]}
           - {name: cpu, inputs: [{shape: [4]}]}

@@ -90,13 +90,10 @@ def test_new_style_function_is_inferred_without_ctx() -> None:
 def test_inferred_spec_keeps_the_default_checks_and_tolerances() -> None:
     entry, _ = infer_entry(load_target("tests.functions.correct:Square"))
 
-    assert entry.spec.checks == [
-        "forward",
-        "backward",
-        "finite_difference",
-        "gradcheck",
-        "gradgradcheck",
-    ]
+    assert entry.spec.checks is None  # every check that applies
+    assert {"forward", "backward", "finite_difference", "gradcheck", "gradgradcheck"} <= set(
+        entry.spec.selected_checks
+    )
     assert entry.spec.seed == 0
 
 

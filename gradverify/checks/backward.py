@@ -57,6 +57,9 @@ class BackwardCheck:
         problems += _nondeterministic(context, self.id, first, again, arguments)
         if problems:
             return problems
+        crash = _partial_use_crash(context, self.id, outputs, arguments, snapshots)
+        if crash is not None:
+            return [crash]
         return [context.result(self.id, Status.PASS, _summary(first, arguments))]
 
 
@@ -118,6 +121,42 @@ def _function_node(context: CaseContext, outputs: Sequence[Any]) -> Any:
         node = output.grad_fn
         if node is not None and getattr(type(node), "_forward_cls", None) is context.target.obj:
             return node
+    return None
+
+
+def _partial_use_crash(
+    context: CaseContext,
+    check: str,
+    outputs: Sequence[Any],
+    arguments: Sequence[Any],
+    snapshots: Sequence[Any],
+) -> Result | None:
+    """A Function with several differentiable outputs, used one output at a time.
+
+    Autograd then passes zeros for the unused outputs' grad_outputs, or None when the Function
+    called ctx.set_materialize_grads(False); a backward that assumes a tensor crashes.
+    """
+    selected = differentiable_outputs(outputs)
+    if not context.target.is_function or len(selected) < 2:
+        return None
+    wrt = [a for a in arguments if isinstance(a, torch.Tensor) and a.requires_grad]
+    for index, output in selected:
+        grad_output = snapshots[index][0].clone()
+        try:
+            with user_code("backward"):
+                torch.autograd.grad(
+                    [output], wrt, [grad_output], retain_graph=True, allow_unused=True
+                )
+        except UserCodeError as error:
+            return context.result(
+                check,
+                Status.FAIL,
+                f"backward crashes when only output {index} is used (the other grad_outputs are "
+                f"undefined/None): {error}",
+                output_index=index,
+                hint="treat a None grad_output as zeros, or keep ctx.set_materialize_grads(True)",
+                details=error.frames,
+            )
     return None
 
 

@@ -12,7 +12,7 @@ still wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,8 +82,8 @@ def nondifferentiable_rows(
     centre_finite = finite[OFFSETS.index(0.0)]
     finiteness_jump = centre_finite & ~finite.all(dim=0)
     safe = torch.where(finite, values, torch.zeros_like(values))
-    residual = (safe - _FIT @ safe).abs().max(dim=0).values
-    scale = safe.abs().max(dim=0).values.clamp_min(1.0)
+    residual = (safe - _FIT @ safe).abs().amax(dim=0)
+    scale = safe.abs().amax(dim=0).clamp_min(1.0)
     threshold = torch.maximum(RESIDUAL_FRACTION * tolerance * eps, ROUNDING * scale)
     return finiteness_jump | (residual > threshold)
 
@@ -159,7 +159,7 @@ def hold_fixed(
 
 
 def kink_masks(
-    kinks_by_argument: dict[int, Sequence[Kink]], arguments: Sequence[Any]
+    kinks_by_argument: Mapping[int, Sequence[Kink]], arguments: Sequence[Any]
 ) -> dict[int, torch.Tensor]:
     """Bool masks, shaped like each argument, of the elements that sit at admitted kinks."""
     masks: dict[int, torch.Tensor] = {}

@@ -79,7 +79,7 @@ def _case_table(target: str, case: str, results: list[Result], quiet: bool) -> T
             result.check,
             Text(result.status.value + (" (cached)" if result.cached else ""), style=style),
             f"{result.seconds:.2f}s",
-            _headline(result),
+            Text(_headline(result)),  # Text: user code in messages is not Rich markup
         )
     return table
 
@@ -97,7 +97,7 @@ def _panel(result: Result) -> Panel:
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column(overflow="fold")
     for label, value in _evidence(result):
-        rows.add_row(label, value)
+        rows.add_row(label, Text(value))
     parts: list[RenderableType] = [Text(result.message), Text(""), rows]
     if result.details:
         parts += [Text(""), Text("\n".join(result.details), style="dim")]
@@ -148,6 +148,11 @@ def _evidence(result: Result) -> Iterable[tuple[str, str]]:
         if result.mismatched and result.total:
             errors += f"; {result.mismatched} of {result.total} entries off"
         yield "error", errors
+    if result.source_file is not None:
+        where = f"{result.source_file}:{result.source_line}" if result.source_line else result.source_file
+        yield "source", where
+    if result.rule is not None:
+        yield "rule", result.rule
     if result.hint:
         yield "likely cause", result.hint
     for note in result.notes:

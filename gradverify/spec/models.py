@@ -209,14 +209,14 @@ class FunctionSpec(_Strict):
     target: str | None = None
     gradient: GradientMode = "exact"
     expected_gradient: str | None = None  # surrogate: module:callable giving the intended gradient
-    max_error: float | None = Field(None, gt=0)  # approximate: the gradient's largest allowed error
+    max_error: float | None = Field(default=None, gt=0)  # approximate: the gradient's largest allowed error
     reference: str | None = None  # module:callable, a plain PyTorch forward to compare with
     low_precision: LowPrecision = Field(default_factory=LowPrecision)  # type: ignore[arg-type]
     kinks: list[float] = Field(default_factory=list)  # known non-differentiable input values
-    variants: Variants = Field(default_factory=Variants)  # type: ignore[arg-type]
+    variants: Variants = Field(default_factory=Variants)
     mode: Literal["full", "randomized", "auto"] = "auto"  # full Jacobians, or random projections
-    timeout: float = Field(120.0, gt=0)  # seconds per case, in a worker process
-    checks: list[CheckId] | None = Field(None, min_length=1)
+    timeout: float = Field(default=120.0, gt=0)  # seconds per case, in a worker process
+    checks: list[CheckId] | None = Field(default=None, min_length=1)
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
     seed: int = 0
     cases: list[Case] = Field(min_length=1)

@@ -41,11 +41,13 @@ def test_without_first_order_checks_the_hint_does_not_blame_them(run_spec, only)
     assert "once_differentiable" in result.hint
 
 
-def test_when_the_first_derivative_is_wrong_the_hint_says_fix_that_first(bugs_report, only):
-    result = only(bugs_report, target="tests.functions.structural_bugs:NaNGradient", check=CHECK)
-    assert result.status.value == "fail"
-    assert "fix that first" in result.hint
-    assert "silently" not in result.hint
+def test_when_the_first_derivative_is_wrong_the_hint_says_fix_that_first(bugs_report, find):
+    results = find(bugs_report, target="tests.functions.structural_bugs:NaNGradient", check=CHECK)
+    assert results
+    for result in results:
+        assert result.status.value == "fail"
+        assert "fix that first" in result.hint
+        assert "silently" not in result.hint
 
 
 def test_a_second_derivative_by_grad_output_names_the_output(run_spec, only):
@@ -61,7 +63,8 @@ def test_a_second_derivative_by_grad_output_names_the_output(run_spec, only):
     assert result.status.value == "fail"
     assert result.output_index == 0
     assert result.input_index == 0  # whose gradient it is
-    assert "d(the gradient of argument 0 (x)) / d(grad_output 0)" in result.message
+    assert "d(the gradient of argument 0 (x) [" in result.message
+    assert ") / d(grad_output 0)" in result.message
     assert result.analytical == 0.0
     assert result.numerical != pytest.approx(0.0)
     assert "silently wrong" in result.hint

@@ -1,4 +1,9 @@
-"""Correct Functions pass every check, for several seeds: gradverify raises no false alarms."""
+"""Correct Functions never fail, for 20 seeds: gradverify raises no false alarms.
+
+Warnings are allowed where the Function is correct but deserves a remark: at a kink (a valid
+subgradient where central differences mean nothing), and for wasted work (a gradient computed
+although ctx.needs_input_grad says it is not needed).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from gradverify.checks import REGISTRY
-
 ROOT = Path(__file__).resolve().parents[2]
-CORRECT_SPEC = ROOT / "tests" / "specs" / "checks" / "correct.yaml"
-EXAMPLES_SPEC = ROOT / "specs" / "examples.yaml"
-SEEDS = range(5)
+SPECS = [
+    ROOT / "tests" / "specs" / "checks" / "correct.yaml",
+    ROOT / "specs" / "examples.yaml",
+    ROOT / "specs" / "surrogates.yaml",
+]
+SEEDS = range(20)
+ALLOWED_WARNINGS = ("non-differentiable", "needs_input_grad")
 
-CORRECT = [
+CORRECT = {
     "tests.functions.correct:Square",
     "tests.functions.correct:Scale",
     "tests.functions.correct:Mul",
@@ -29,27 +36,44 @@ CORRECT = [
     "gradverify.examples.linear:FusedLinearReLU",
     "gradverify.examples.swish:Swish",
     "gradverify.examples.logsumexp:LogSumExp",
-]
+    "gradverify.examples.surrogates:ClampWithGrad",
+    "gradverify.examples.surrogates:ReplaceGrad",
+    "gradverify.examples.surrogates:StraightThroughSign",
+}
 
 
 @pytest.fixture(scope="module", params=SEEDS, ids=lambda seed: f"seed{seed}")
-def reports(request, run_spec):
-    return [run_spec(CORRECT_SPEC, seed=request.param), run_spec(EXAMPLES_SPEC, seed=request.param)]
+def results(request, run_spec):
+    return [r for spec in SPECS for r in run_spec(spec, seed=request.param).results]
 
 
-def test_the_specs_cover_every_correct_function(reports):
-    targets = {result.target for report in reports for result in report.results}
-    assert targets == set(CORRECT)
+def test_the_specs_cover_every_correct_function(results):
+    assert {result.target for result in results} == CORRECT
 
 
-@pytest.mark.parametrize("target", CORRECT)
-def test_every_check_passes_on_every_case(reports, target):
-    results = [r for report in reports for r in report.results if r.target == target]
-    assert results, f"no results for {target}"
-    for case in {r.case for r in results}:
-        ran = [r.check for r in results if r.case == case]
-        assert set(ran) == set(REGISTRY), f"{target} case {case} ran only {ran}"
-    problems = [
-        (r.case, r.check, r.status.value, r.message) for r in results if r.status.value != "pass"
+def test_nothing_fails(results):
+    failures = [(r.target, r.case, r.check, r.message) for r in results if r.status.value == "fail"]
+    assert failures == []
+
+
+def test_warnings_are_only_the_allowed_kinds(results):
+    unexpected = [
+        (r.target, r.case, r.check, r.message)
+        for r in results
+        if r.status.value == "warn" and not any(kind in r.message for kind in ALLOWED_WARNINGS)
     ]
-    assert problems == []
+    assert unexpected == []
+
+
+def test_every_selected_check_reports(results):
+    from gradverify.spec.load import load_spec_file
+
+    for spec in SPECS:
+        for entry in load_spec_file(spec):
+            for case in entry.spec.cases:
+                ran = {
+                    r.check
+                    for r in results
+                    if r.target == entry.spec.target and r.case == case.name
+                }
+                assert ran == set(entry.spec.selected_checks), (entry.spec.target, case.name)

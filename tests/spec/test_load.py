@@ -101,7 +101,7 @@ def test_unknown_top_level_key_suggests_nothing_when_nothing_is_close() -> None:
     (issue,) = caught.value.issues
     assert issue.key_path == "zzzzzz"
     assert "did you mean" not in issue.message
-    assert "valid keys: cases, checks, gradient, seed, target, tolerance" in issue.message
+    assert "valid keys: cases, checks, expected_gradient, gradient, kinks," in issue.message
 
 
 def test_every_problem_is_reported_not_only_the_first() -> None:
@@ -205,8 +205,12 @@ def test_defaults() -> None:
     spec = entry.spec
 
     assert spec.target == "tests.functions.correct:Square"
-    assert spec.checks == ["forward", "backward", "finite_difference", "gradcheck", "gradgradcheck"]
-    assert tuple(spec.checks) == CHECK_IDS
+    assert spec.checks is None  # not written: every check that applies
+    assert spec.selected_checks == [
+        c for c in CHECK_IDS if c not in ("expected_gradient", "reference")
+    ]
+    assert spec.mode == "auto"
+    assert spec.timeout == 120.0
     assert spec.tolerance == Tolerance(eps=1e-6, atol=1e-5, rtol=1e-3, nondet_tol=0.0)
     assert spec.seed == 0
     assert spec.gradient == "exact"
