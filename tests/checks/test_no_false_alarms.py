@@ -16,6 +16,7 @@ SPECS = [
     ROOT / "tests" / "specs" / "checks" / "correct.yaml",
     ROOT / "specs" / "examples.yaml",
     ROOT / "specs" / "surrogates.yaml",
+    ROOT / "specs" / "reference.yaml",
 ]
 SEEDS = range(20)
 ALLOWED_WARNINGS = ("non-differentiable", "needs_input_grad")
@@ -39,6 +40,7 @@ CORRECT = {
     "gradverify.examples.surrogates:ClampWithGrad",
     "gradverify.examples.surrogates:ReplaceGrad",
     "gradverify.examples.surrogates:StraightThroughSign",
+    "gradverify.examples.fused:FusedBiasGelu",
 }
 
 
