@@ -94,8 +94,26 @@ def run_case(
             started = time.perf_counter()
             produced = get_check(check_id).run(replace(context, earlier=tuple(results)))
             share = (time.perf_counter() - started) / max(len(produced), 1)
-            timed = [replace(result, seconds=share) for result in produced]
+            timed = [_located(replace(result, seconds=share), job.target) for result in produced]
             results.extend(timed)
             if observer is not None:
                 observer.check_finished(timed)
     return results, notes
+
+
+# Checks whose findings are about backward: a finding points at the user's backward too.
+BACKWARD_CHECKS = frozenset(
+    {"backward", "finite_difference", "gradcheck", "gradgradcheck", "expected_gradient", "layouts"}
+)
+
+
+def _located(result: Result, target: Target) -> Result:
+    """A failure or warning about backward, pointed at the line where backward is defined."""
+    if (
+        result.source_file is None
+        and target.source_file is not None
+        and result.check in BACKWARD_CHECKS
+        and result.status in (Status.FAIL, Status.WARN)
+    ):
+        return replace(result, source_file=target.source_file, source_line=target.backward_line)
+    return result

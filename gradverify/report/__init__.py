@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gradverify.report import json_format, text
+from gradverify.report import github, json_format, junit, sarif, text
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report
 
@@ -13,6 +13,9 @@ Renderer = Callable[[Report, RenderOptions], str]
 FORMATS: dict[str, Renderer] = {
     "text": text.render,
     "json": json_format.render,
+    "junit": junit.render,
+    "github": github.render,
+    "sarif": sarif.render,
 }
 
 __all__ = ["FORMATS", "RenderOptions", "Renderer"]

@@ -1,0 +1,96 @@
+"""`--format github`: GitHub Actions workflow commands that annotate the failing lines.
+
+Each failure becomes `::error file=…,line=…,title=…::message` at the spec line of its case,
+and a second one at the user's own code when the result knows where (lint findings);
+each warning the same with `::warning`. Passes and skips print nothing but the summary.
+The same finding reported by several checks (finite_difference and gradcheck often agree)
+is one annotation naming all of them: GitHub shows only the first ten errors of a step.
+"""
+
+from __future__ import annotations
+
+from gradverify.report.junit import explanation, relative_path
+from gradverify.report.options import RenderOptions
+from gradverify.results import Report, Result, Status
+
+COMMANDS = {Status.FAIL: "error", Status.WARN: "warning"}
+
+
+def render(report: Report, options: RenderOptions | None = None) -> str:
+    lines = [line for checks, result in _findings(report) for line in _commands(checks, result)]
+    # Plain log lines, one each, never starting with `::`: a case name cannot inject a command.
+    lines += [f"note: {' '.join(note.splitlines())}" for note in report.notes]
+    lines.append(_summary(report))
+    return "\n".join(lines) + "\n"
+
+
+def escape_data(value: str) -> str:
+    """A command's message, escaped as the Actions runner unescapes it."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    """A command's property value (file, title): as data, and `:` and `,` too."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def _findings(report: Report) -> list[tuple[list[str], Result]]:
+    """Failures and warnings, one per finding, each with every check that reported it."""
+    findings: dict[object, tuple[list[str], Result]] = {}
+    for index, result in enumerate(report.results):
+        if result.status not in COMMANDS:
+            continue
+        key = _finding(result) or index
+        if key in findings:
+            findings[key][0].append(result.check)
+        else:
+            findings[key] = ([result.check], result)
+    return list(findings.values())
+
+
+def _finding(result: Result) -> tuple[object, ...] | None:
+    """What a result says, without which check said it (None: not comparable)."""
+    if result.analytical is None and result.numerical is None:
+        return None
+    return (
+        result.status,
+        result.target,
+        result.case,
+        result.input_index,
+        result.output_index,
+        result.element,
+        repr(result.analytical),  # repr: a NaN found by two checks is one finding
+        repr(result.numerical),
+    )
+
+
+def _commands(checks: list[str], result: Result) -> list[str]:
+    command = COMMANDS[result.status]
+    title = f"gradverify {', '.join(checks)}: {result.target}[{result.case}]"
+    message = "\n".join(explanation(result))
+    places = [(result.spec_file, result.spec_line), (result.source_file, result.source_line)]
+    annotations = [
+        _line(command, message, file=relative_path(file), line=line, title=title)
+        for file, line in places
+        if file is not None
+    ]
+    return annotations or [_line(command, message, title=title)]
+
+
+def _line(command: str, message: str, **properties: str | int | None) -> str:
+    given = ",".join(
+        f"{name}={escape_property(str(value))}"
+        for name, value in properties.items()
+        if value is not None
+    )
+    return f"::{command} {given}::{escape_data(message)}"
+
+
+def _summary(report: Report) -> str:
+    summary = report.summary
+    verdict = "PASSED" if report.passed else "FAILED"
+    return (
+        f"gradverify {verdict}: {summary.targets} target(s), {summary.cases} case(s), "
+        f"{summary.results} result(s): {summary.passed} passed, {summary.failed} failed, "
+        f"{summary.skipped} skipped, {summary.warnings} warning(s)"
+    )

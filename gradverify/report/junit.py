@@ -1,0 +1,188 @@
+"""`--format junit`: JUnit XML, the test report every CI system reads.
+
+One `<testsuite>` per target, one `<testcase>` per result: classname the target, name
+`case::check` (with the argument, output or lint rule when the result is about one). A
+failure carries its one-line message in `message` and the whole explanation in its body;
+a skip is `<skipped>`; a warning passes, with the warning in `<system-out>`.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from gradverify.report.options import RenderOptions
+from gradverify.results import Report, Result, Status
+
+# Characters XML 1.0 cannot carry at all, not even escaped (ANSI escapes, NUL...).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def render(report: Report, options: RenderOptions | None = None) -> str:
+    summary = report.summary
+    root = ET.Element(
+        "testsuites",
+        name="gradverify",
+        tests=str(summary.results),
+        failures=str(summary.failed),
+        errors="0",
+        skipped=str(summary.skipped),
+        time=_seconds(report.results),
+    )
+    by_target: dict[str, list[Result]] = {}
+    for result in report.results:
+        by_target.setdefault(result.target, []).append(result)
+    suites = {target: _suite(target, results) for target, results in by_target.items()}
+    for note in report.notes:  # in the suite of the target it names, else in the first
+        first = next(iter(suites), None)
+        named = next((target for target in suites if _names(note, target)), first)
+        if named is not None:
+            _add_output(suites[named], [note])
+    root.extend(suites.values())
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def explanation(result: Result) -> list[str]:
+    """The message, the evidence and the details of a result, as plain lines."""
+    lines = [result.message, *(f"{label}: {value}" for label, value in evidence(result))]
+    return lines + list(result.details)
+
+
+def evidence(result: Result) -> Iterator[tuple[str, str]]:
+    """(label, value) pairs that say where and how a result went wrong."""
+    if result.input_index is not None:
+        yield "argument", argument(result)
+    if result.output_index is not None:
+        yield "output", str(result.output_index)
+    if result.element is not None:
+        yield "element", str(list(result.element))
+    if result.analytical is not None:
+        yield "analytical", f"{result.analytical:.8g}"
+    if result.numerical is not None:
+        yield "numerical", f"{result.numerical:.8g}"
+    if result.max_abs_error is not None:
+        errors = f"max abs {result.max_abs_error:.3g}"
+        if result.max_rel_error is not None:
+            errors += f", max rel {result.max_rel_error:.3g}"
+        if result.mismatched and result.total:
+            errors += f"; {result.mismatched} of {result.total} entries off"
+        yield "error", errors
+    if result.hint:
+        yield "likely cause", result.hint
+    if result.rule is not None:
+        yield "rule", result.rule
+    if result.source_file is not None:
+        yield "source", _place(relative_path(result.source_file), result.source_line)
+    if result.spec_file is not None:
+        yield "spec", _place(relative_path(result.spec_file), result.spec_line)
+    for note in result.notes:
+        yield "note", note
+
+
+def argument(result: Result) -> str:
+    """`1 (beta)`: the position among forward's arguments, and the name when known."""
+    name = f" ({result.input_name})" if result.input_name else ""
+    return f"{result.input_index}{name}"
+
+
+def relative_path(path: str) -> str:
+    """`path` relative to the current directory when it lies below it, else as given."""
+    given = Path(path)
+    if not given.is_absolute():
+        return given.as_posix()
+    for base in (Path.cwd(), Path.cwd().resolve()):
+        for candidate in (given, given.resolve()):
+            if candidate.is_relative_to(base):
+                return candidate.relative_to(base).as_posix()
+    return given.as_posix()
+
+
+def _suite(target: str, results: list[Result]) -> ET.Element:
+    by_status = Counter(result.status for result in results)
+    suite = ET.Element(
+        "testsuite",
+        name=_xml(target),
+        tests=str(len(results)),
+        failures=str(by_status[Status.FAIL]),
+        errors="0",
+        skipped=str(by_status[Status.SKIP]),
+        time=_seconds(results),
+    )
+    for result, name in zip(results, _unique(_name(result) for result in results), strict=True):
+        suite.append(_testcase(result, name))
+    return suite
+
+
+def _names(note: str, target: str) -> bool:
+    """Whether `note` is about `target` (and not about a target whose name merely begins so)."""
+    return re.search(rf"(?<![\w.:]){re.escape(target)}(?![\w.])", note) is not None
+
+
+def _testcase(result: Result, name: str) -> ET.Element:
+    testcase = ET.Element(
+        "testcase", classname=_xml(result.target), name=_xml(name), time=_seconds([result])
+    )
+    if result.spec_file is not None:  # for reporters that annotate the spec line
+        testcase.set("file", _xml(relative_path(result.spec_file)))
+        if result.spec_line is not None:
+            testcase.set("line", str(result.spec_line))
+    body = "\n".join(explanation(result))
+    if result.status is Status.FAIL:
+        failure = ET.SubElement(
+            testcase, "failure", message=_xml(_headline(result)), type=f"gradverify.{result.check}"
+        )
+        failure.text = _xml(body)
+    elif result.status is Status.SKIP:
+        ET.SubElement(testcase, "skipped", message=_xml(_headline(result)))
+    elif result.status is Status.WARN:
+        _add_output(testcase, [f"WARNING: {body}"])
+    elif result.cached:
+        _add_output(testcase, ["passed (cached: unchanged since an earlier passing run)"])
+    return testcase
+
+
+def _name(result: Result) -> str:
+    name = f"{result.case}::{result.check}"
+    if result.input_index is not None:
+        name += f"[argument {argument(result)}]"
+    elif result.output_index is not None:
+        name += f"[output {result.output_index}]"
+    if result.rule is not None:
+        name += f"[{result.rule}]"
+    return name
+
+
+def _unique(names: Iterable[str]) -> Iterator[str]:
+    """Consumers key test cases by name: number repeats (two findings of one lint rule)."""
+    seen: Counter[str] = Counter()
+    for name in names:
+        seen[name] += 1
+        yield name if seen[name] == 1 else f"{name} #{seen[name]}"
+
+
+def _headline(result: Result) -> str:
+    first = result.message.splitlines()[0] if result.message else result.status.value
+    return first if len(first) <= 200 else first[:199] + "…"
+
+
+def _add_output(element: ET.Element, lines: list[str]) -> None:
+    output = element.find("system-out")
+    if output is None:
+        output = ET.SubElement(element, "system-out")
+    output.text = _xml("\n".join(filter(None, [output.text, *lines])))
+
+
+def _place(file: str, line: int | None) -> str:
+    return f"{file}:{line}" if line else file
+
+
+def _seconds(results: Iterable[Result]) -> str:
+    return f"{sum(result.seconds for result in results):.3f}"
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
