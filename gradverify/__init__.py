@@ -5,4 +5,22 @@ Importing this package must stay cheap: torch is imported only where a check run
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING, Any
+
+from gradverify._version import __version__
+
+if TYPE_CHECKING:
+    from gradverify.api import GradverifyWarning, assert_gradients, verify
+
+# The Python API, imported on first use so that `import gradverify` stays torch-free.
+_API = ("verify", "assert_gradients", "GradverifyWarning")
+
+__all__ = ["GradverifyWarning", "__version__", "assert_gradients", "verify"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from gradverify import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'gradverify' has no attribute {name!r}")

@@ -19,9 +19,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from gradverify import __version__
+from gradverify._version import __version__
 from gradverify.results import Result, Status
-from gradverify.worker import Task
+from gradverify.tasks import Task
 
 FORMAT = "v1"
 
@@ -54,7 +54,9 @@ class ResultCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             ignore = self.root / ".gitignore"
             if not ignore.exists():
-                ignore.write_text("# written by gradverify: the cache is not for version control\n*\n")
+                ignore.write_text(
+                    "# written by gradverify: the cache is not for version control\n*\n"
+                )
             payload = {"results": [result.to_dict() for result in results]}
             temporary = self.directory / f"{key}.{os.getpid()}.tmp"
             temporary.write_text(json.dumps(payload), encoding="utf-8")
@@ -161,13 +163,14 @@ def _package_of(file: Path) -> str:
     return ".".join(parts)
 
 
+@functools.cache
 def _imports(file: Path, package: str) -> list[str]:
     """Dotted names imported by `file` (relative imports resolved against `package`)."""
     try:
         tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
     except (OSError, SyntaxError, ValueError):
         return []
-    names: list[str] = []
+    names: list[str] = []  # (cached per process: selection asks about the same files often)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)

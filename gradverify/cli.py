@@ -9,12 +9,13 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from gradverify import __version__
+from gradverify._version import __version__
 from gradverify.errors import GradverifyError
 from gradverify.exitcodes import ExitCode
 
@@ -34,6 +35,9 @@ app = typer.Typer(
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
+    junit = "junit"
+    github = "github"
+    sarif = "sarif"
 
 
 class Mode(str, Enum):
@@ -64,13 +68,15 @@ def _root(
 @app.command()
 def check(
     paths: Annotated[
-        list[str],
+        Optional[list[str]],  # noqa: UP045
         typer.Argument(
             help="Spec files, directories of specs (every *.yaml/*.yml), or targets "
-            "`package.module:Function` / `path/file.py:Function`.",
+            "`package.module:Function` / `path/file.py:Function`. A plain `file.py` is a "
+            "changed file: the specs whose code lives in it or imports it run. None: the "
+            "configured spec paths ([tool.gradverify] specs, default specs/).",
             show_default=False,
         ),
-    ],
+    ] = None,
     spec: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -82,9 +88,21 @@ def check(
         typer.Option("--seed", help="Override every spec's seed."),
     ] = None,
     output_format: Annotated[
-        OutputFormat,
-        typer.Option("--format", help="Report format: text for people, json for scripts."),
-    ] = OutputFormat.text,
+        Optional[OutputFormat],  # noqa: UP045 - None: [tool.gradverify] format, else text
+        typer.Option(
+            "--format",
+            help="Report format: text for people, json for scripts, junit, github "
+            "(Actions annotations) or sarif (code scanning) for CI.",
+        ),
+    ] = None,
+    output: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--output",
+            metavar="FILE",
+            help="Write the --format report to FILE; the terminal still gets the text report.",
+        ),
+    ] = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Show only failures, warnings and the summary.")
     ] = False,
@@ -98,11 +116,14 @@ def check(
     ] = None,
     timeout: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--timeout", help="Seconds per case before it fails as timed out [default: 120]."),
+        typer.Option(
+            "--timeout", help="Seconds per case before it fails as timed out [default: 120]."
+        ),
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="Cases run in parallel [default: the number of cores].")
-    ] = 0,
+        Optional[int],  # noqa: UP045
+        typer.Option("--jobs", "-j", help="Cases run in parallel [default: the number of cores]."),
+    ] = None,
     isolation: Annotated[
         bool,
         typer.Option(
@@ -118,6 +139,21 @@ def check(
             help="Report cases unchanged since a passing run from .gradverify_cache/.",
         ),
     ] = True,
+    all_files: Annotated[
+        bool,
+        typer.Option(
+            "--all-files", help="Every spec in the configured spec paths, whatever PATHS says."
+        ),
+    ] = False,
+    changed_files: Annotated[
+        bool,
+        typer.Option(
+            "--changed-files",
+            help="PATHS are changed files (the pre-commit hook): YAML files run only when they "
+            "lie in a configured spec path, and files that are neither specs nor Python are "
+            "ignored.",
+        ),
+    ] = False,
 ) -> None:
     """Run the checks on spec files, directories of specs, or targets.
 
@@ -130,28 +166,48 @@ def check(
     from gradverify.session import RunOptions
 
     options = RunOptions(
-        seed=seed, isolation=isolation, jobs=jobs, timeout=timeout,
+        seed=seed, isolation=isolation, jobs=jobs or 0, timeout=timeout,
         mode=mode.value if mode else None, cache=cache,
     )  # fmt: skip
-    code = _guarded(lambda: _check(paths, spec, options, output_format, quiet))
+    scope = _Scope(all_files=all_files, changed_files=changed_files, jobs=jobs)
+    code = _guarded(lambda: _check(paths or [], spec, options, output_format, quiet, scope, output))
     raise typer.Exit(code)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """How `check` reads its paths, and the flags that [tool.gradverify] must not override."""
+
+    all_files: bool = False
+    changed_files: bool = False
+    jobs: int | None = None
 
 
 def _check(
     paths: list[str],
     spec: str | None,
     options: RunOptions,
-    output_format: OutputFormat,
+    output_format: OutputFormat | None,
     quiet: bool,
+    scope: _Scope,
+    output: str | None = None,
 ) -> int:
     from gradverify import session
-    from gradverify.plan import make_plan
+    from gradverify.config import load_config, with_defaults
+    from gradverify.plan import Plan, make_plan
     from gradverify.progress import progress_listener
     from gradverify.report import FORMATS, RenderOptions
+    from gradverify.selection import resolve
 
-    plan = make_plan(paths, spec)
-    entries = list(plan.entries)
-    notes = []
+    # Flags win over [tool.gradverify]; spec keys win over it too (config.with_defaults).
+    config = load_config(formats=[choice.value for choice in OutputFormat])
+    output_format = output_format or OutputFormat(config.settings.format or OutputFormat.text.value)
+    if scope.jobs is None and config.settings.jobs is not None:
+        options = replace(options, jobs=config.settings.jobs)
+    work = resolve(paths, config.spec_paths, scope.all_files, scope.changed_files)
+    plan = make_plan(work.arguments, spec) if work.arguments else Plan()
+    entries = [*plan.entries, *work.entries]
+    notes = [note for note in (config.note, *work.notes) if note]
     if plan.bare_targets:
         from gradverify.target import load_target
         from gradverify.zeroconfig import infer_entry
@@ -160,12 +216,121 @@ def _check(
             entry, note = infer_entry(load_target(bare))
             entries.append(entry)
             notes.append(note)
-    show_progress = output_format is OutputFormat.text and sys.stderr.isatty()
+    entries = with_defaults(entries, config)
+    terminal_format = OutputFormat.text if output is not None else output_format
+    show_progress = terminal_format is OutputFormat.text and sys.stderr.isatty()
     with progress_listener(enabled=show_progress) as listener:
         report = session.run(entries, options, notes, listener)
     render_options = RenderOptions(color=_use_color(), width=_width(), quiet=quiet)
-    sys.stdout.write(FORMATS[output_format.value](report, render_options))
+    sys.stdout.write(FORMATS[terminal_format.value](report, render_options))
+    if output is not None:
+        _write_report(output, FORMATS[output_format.value](report, RenderOptions(quiet=quiet)))
     return ExitCode.OK if report.passed else ExitCode.FAILED
+
+
+def _write_report(path: str, report: str) -> None:
+    """`--output FILE`: the report in the chosen format, its directory made if need be."""
+    from pathlib import Path
+
+    from gradverify.errors import UsageError
+
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(report, encoding="utf-8")
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename and error.filename != path else ""
+        raise UsageError(f"cannot write --output {path}: {error.strerror}{where}") from None
+
+
+@app.command()
+def init(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="The Function: `package.module:Function` or `path/file.py:Function`.",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--output", "-o", help="Where to write the spec [default: specs/<name>.yaml]."
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    isolation: Annotated[
+        bool,
+        typer.Option("--isolation/--no-isolation", help="Try the spec in a worker process."),
+    ] = True,
+) -> None:
+    """Write a starter spec by reading forward's signature, try it, and say what to adjust.
+
+    Exit codes: 0 written and passing, 1 written but the trial failed, 2 a usage or target error.
+    """
+    code = _guarded(lambda: _init(target, output, force, isolation))
+    raise typer.Exit(code)
+
+
+def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
+    from pathlib import Path
+
+    from gradverify import authoring, session
+    from gradverify.report import FORMATS, RenderOptions
+    from gradverify.results import Report
+    from gradverify.session import RunOptions
+    from gradverify.spec.load import load_spec_file
+
+    def trial(path: Path) -> Report:
+        options = RunOptions(isolation=isolation, cache=False)
+        return session.run(load_spec_file(path), options)
+
+    starter = authoring.init(target, Path(output) if output else None, force, trial)
+    typer.echo(f"wrote {starter.path}:\n")
+    typer.echo(starter.text)
+    if starter.report is not None:
+        render_options = RenderOptions(color=_use_color(), width=_width(), quiet=True)
+        sys.stdout.write(FORMATS["text"](starter.report, render_options))
+    for line in starter.advice:
+        typer.echo(f"\n{line}")
+    return ExitCode.OK if starter.passed else ExitCode.FAILED
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the spec format, for editors (yaml-language-server) and CI."""
+    import json
+
+    from gradverify.authoring import spec_schema
+
+    typer.echo(json.dumps(spec_schema(), indent=2))
+
+
+@app.command()
+def checks() -> None:
+    """List every check id with a one-line description, in the order checks run."""
+    from gradverify.authoring import check_list
+
+    listing = check_list()
+    width = max(len(check) for check, _ in listing)
+    for check, description in listing:
+        typer.echo(f"{check.ljust(width)}  {description}")
+
+
+@app.command()
+def explain(
+    name: Annotated[
+        str,
+        typer.Argument(help="A check id (`gradverify checks`) or a lint rule id such as GV103."),
+    ],
+) -> None:
+    """Show what a check verifies and how to fix its common failures."""
+    from gradverify.authoring import explain as explanation
+
+    def show() -> int:
+        typer.echo(explanation(name))
+        return ExitCode.OK
+
+    raise typer.Exit(_guarded(show))
 
 
 def _guarded(action: Callable[[], int]) -> int:

@@ -19,7 +19,8 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from gradverify.results import Result
-from gradverify.worker import Task, serve
+from gradverify.tasks import Task
+from gradverify.worker import serve
 
 # A worker that has not even started its case by then is considered stuck at start-up.
 START_LIMIT = 300.0
@@ -141,7 +142,9 @@ class WorkerPool:
             return
         notify(task, "ended", outcome.ended)
 
-    def _receive(self, worker: _Worker, message: tuple[Any, ...], outcome: Outcome, notify: Listener) -> None:
+    def _receive(
+        self, worker: _Worker, message: tuple[Any, ...], outcome: Outcome, notify: Listener
+    ) -> None:
         kind = message[0]
         task = worker.task
         assert task is not None

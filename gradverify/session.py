@@ -17,7 +17,7 @@ from gradverify.errors import GradverifyError
 from gradverify.pool import Outcome, WorkerPool
 from gradverify.results import Report, Result, Status
 from gradverify.spec.load import SpecEntry
-from gradverify.worker import Task
+from gradverify.tasks import Task
 
 Listener = Callable[[Task, str, Any], None]
 
@@ -113,7 +113,11 @@ def _ended_results(task: Task, outcome: Outcome) -> list[Result]:
     spec = task.entry.spec
     checks = spec.selected_checks
     ran = {result.check for result in outcome.results}
-    current = outcome.check if outcome.check in checks else next((c for c in checks if c not in ran), None)
+    current = (
+        outcome.check
+        if outcome.check in checks
+        else next((c for c in checks if c not in ran), None)
+    )
     if current is None:
         return []
     where = f" in {outcome.phase}" if outcome.phase else ""
@@ -151,7 +155,9 @@ def _in_process(
             targets[name] = engine.load_target(name)
         case = next(c for c in task.entry.spec.cases if c.name == task.case)
         observer = _ListenerObserver(task, listener) if listener else None
-        finished[task.id] = engine.run_case(engine.Job(task.entry, targets[name]), case, task.seed, observer)
+        finished[task.id] = engine.run_case(
+            engine.Job(task.entry, targets[name]), case, task.seed, observer
+        )
     return finished
 
 

@@ -82,7 +82,9 @@ def _settle_argument(
     return _note(target, index, redrawn, MAX_TRIES, still)
 
 
-def near_kinks(target: Target, arguments: Sequence[Any], index: int, spec: FunctionSpec) -> list[int]:
+def near_kinks(
+    target: Target, arguments: Sequence[Any], index: int, spec: FunctionSpec
+) -> list[int]:
     """Elements of argument `index` within eps of a kink of some output (probed in float64)."""
     probe = fresh_copies(arguments, torch.float64)
     eps, tol = spec.tolerance.eps, spec.tolerance

@@ -63,6 +63,15 @@ def load_target(spec: str) -> Target:
     return _describe(spec, obj)
 
 
+def target_of(obj: Any, name: str | None = None) -> Target:
+    """A Target for an object already in hand (the Python API); named `module:qualname` unless `name`."""
+    if name is None:
+        module = getattr(obj, "__module__", None) or "<unknown>"
+        qualname = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+        name = f"{module}:{qualname}"
+    return _describe(name, obj)
+
+
 def _make_cwd_importable() -> None:
     # As with pytest's rootdir: the project the user runs from is importable.
     cwd = os.getcwd()
@@ -157,9 +166,7 @@ def _describe(spec: str, obj: Any) -> Target:
             spec, f"{type(obj).__name__} object is not callable; point at a Function or a function"
         )
     parameters, defaults, variadic = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
-    source_file, backward_line = _source_of(
-        inspect.unwrap(obj.backward) if is_function else obj
-    )
+    source_file, backward_line = _source_of(inspect.unwrap(obj.backward) if is_function else obj)
     once = is_function and _is_once_differentiable(obj.backward)
     return Target(
         spec, obj, call, parameters, defaults, variadic, is_function, source_file, backward_line,

@@ -8,22 +8,10 @@ the parent still knows what was done and where it stopped.
 from __future__ import annotations
 
 import traceback
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
 from gradverify.results import Result
-from gradverify.spec.load import SpecEntry
-
-
-@dataclass(frozen=True)
-class Task:
-    """One case of one Function, as sent to a worker."""
-
-    id: int
-    entry: SpecEntry
-    case: str
-    seed: int
 
 
 def serve(connection: Connection, threads: int) -> None:

@@ -113,7 +113,12 @@ def test_a_cached_run_does_not_import_torch(project):
     )
     env = {**os.environ, "PYTHONPATH": str(project)}
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", code],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert "TORCH False 0" in done.stderr, done.stderr
     assert '"cached": true' in done.stdout

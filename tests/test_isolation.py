@@ -20,19 +20,27 @@ def hostile_report(tmp_path_factory):
 
 
 def test_a_segfault_in_backward_fails_that_check_and_says_where(hostile_report, only):
-    result = only(hostile_report, target="tests.functions.hostile:SegfaultInBackward", check="backward")
+    result = only(
+        hostile_report, target="tests.functions.hostile:SegfaultInBackward", check="backward"
+    )
     assert result.status.value == "fail"
     assert "SIGSEGV" in result.message and "in backward" in result.message
     later = only(
-        hostile_report, target="tests.functions.hostile:SegfaultInBackward", check="finite_difference"
+        hostile_report,
+        target="tests.functions.hostile:SegfaultInBackward",
+        check="finite_difference",
     )
     assert later.status.value == "skip"
-    before = only(hostile_report, target="tests.functions.hostile:SegfaultInBackward", check="forward")
+    before = only(
+        hostile_report, target="tests.functions.hostile:SegfaultInBackward", check="forward"
+    )
     assert before.status.value == "pass"  # what ran before the crash is kept
 
 
 def test_an_infinite_loop_times_out_in_forward(hostile_report, only):
-    result = only(hostile_report, target="tests.functions.hostile:LoopsForeverInForward", check="forward")
+    result = only(
+        hostile_report, target="tests.functions.hostile:LoopsForeverInForward", check="forward"
+    )
     assert result.status.value == "fail"
     assert "timed out after 2 s in forward" in result.message
 
@@ -54,7 +62,10 @@ def test_the_report_order_is_the_spec_order(hostile_report):
         if not targets or targets[-1] != result.target:
             targets.append(result.target)
     assert [t.rsplit(":", 1)[1] for t in targets] == [
-        "SegfaultInBackward", "Square", "LoopsForeverInForward", "ExitsInForward"
+        "SegfaultInBackward",
+        "Square",
+        "LoopsForeverInForward",
+        "ExitsInForward",
     ]
 
 

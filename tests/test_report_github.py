@@ -110,9 +110,15 @@ def test_a_failure_points_at_the_spec_line_and_at_the_users_code(bugs_report, in
 def test_one_annotation_per_finding_naming_every_check_that_found_it(buggy_report, in_repo):
     commands = parse(render(buggy_report))
     beta = [c for c in commands if "argument: 1 (beta)" in c.data and c.name == "error"]
-    assert len(beta) == 1  # finite_difference and gradcheck agree: one annotation
-    assert beta[0].properties["title"].startswith("gradverify finite_difference, gradcheck: ")
-    assert beta[0].properties["file"] == "specs/buggy.yaml"
+    # finite_difference and gradcheck agree: one finding, annotated at the spec's case and at
+    # the user's backward.
+    assert len(beta) == 2
+    for command in beta:
+        assert command.properties["title"].startswith("gradverify finite_difference, gradcheck: ")
+    assert {c.properties["file"] for c in beta} == {
+        "specs/buggy.yaml",
+        "gradverify/examples/buggy.py",
+    }
     failures = {(r.target, r.case) for r in buggy_report.results if r.failed}
     assert {c.properties["title"].split(": ", 1)[1] for c in commands if c.name == "error"} == {
         f"{target}[{case}]" for target, case in failures

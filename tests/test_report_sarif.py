@@ -142,8 +142,11 @@ def test_a_gradient_failure_names_its_check_argument_and_case(buggy_report, in_r
     assert result["properties"]["case"] == "scalar_beta"
     assert result["properties"]["inputIndex"] == 1
     assert "argument: 1 (beta)" in result["message"]["text"]
+    # It points at the user's backward, with the spec's case as a related location.
     location = result["locations"][0]["physicalLocation"]
-    assert location["artifactLocation"]["uri"] == "specs/buggy.yaml"
+    assert location["artifactLocation"]["uri"] == "gradverify/examples/buggy.py"
+    related = [r["physicalLocation"]["artifactLocation"]["uri"] for r in result["relatedLocations"]]
+    assert "specs/buggy.yaml" in related
 
 
 def test_fingerprints_tell_findings_apart_and_survive_moved_lines():

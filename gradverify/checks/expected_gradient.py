@@ -76,7 +76,11 @@ class ExpectedGradientCheck:
             if theirs is None:
                 theirs = torch.zeros_like(mine)
             if not isinstance(theirs, torch.Tensor) or theirs.shape != mine.shape:
-                shape = list(theirs.shape) if isinstance(theirs, torch.Tensor) else type(theirs).__name__
+                shape = (
+                    list(theirs.shape)
+                    if isinstance(theirs, torch.Tensor)
+                    else type(theirs).__name__
+                )
                 problems.append(context.result(
                     self.id, Status.FAIL,
                     f"expected_gradient gives {shape} for {context.describe_argument(index)}, "
@@ -84,7 +88,9 @@ class ExpectedGradientCheck:
                     input_index=index,
                 ))  # fmt: skip
                 continue
-            comparison = compare(mine.reshape(1, -1), theirs.reshape(1, -1).to(mine.dtype), tol.atol, tol.rtol)
+            comparison = compare(
+                mine.reshape(1, -1), theirs.reshape(1, -1).to(mine.dtype), tol.atol, tol.rtol
+            )
             if comparison.ok:
                 continue
             element = unravel(comparison.column, mine.shape)
@@ -115,7 +121,8 @@ def _backward(
     outputs = differentiable_outputs(call_forward(context.target.call, arguments))
     generator = context.generator(salt=3)
     grad_outputs = [
-        torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for _, o in outputs
+        torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype)
+        for _, o in outputs
     ]
     with user_code("backward"):
         grads = torch.autograd.grad(

@@ -1,4 +1,8 @@
-"""`finite_difference`: our own central differences against backward, per argument, in float64."""
+"""`finite_difference`: our own central differences against backward, per argument, in float64.
+
+In randomized mode (`checks/modes.py`) the full Jacobians give way to random projections,
+with group testing to name a wrong entry (`checks/randomized.py`).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,13 @@ from gradverify.checks.jacobian import (
     unravel,
 )
 from gradverify.checks.kinks import Evaluate, Kink, excused_mask, find_kinks
+from gradverify.checks.modes import (
+    first_order_problem,
+    projected_measure,
+    randomized_verdict,
+    resolve_mode,
+)
+from gradverify.checks.randomized import Localizer
 from gradverify.inputs import differentiable_indices, fresh_copies, promoted_arguments
 from gradverify.results import Result, Status
 
@@ -56,11 +67,12 @@ class Assessment:
 
 
 class FiniteDifferenceCheck:
-    """Full Jacobian of each differentiable argument: backward against central differences."""
+    """Each differentiable argument's Jacobian, full or by random projections (by mode):
+    backward against central differences."""
 
     id: ClassVar[str] = "finite_difference"
     description: ClassVar[str] = (
-        "backward's full Jacobian matches central finite differences, per argument, in float64"
+        "backward's Jacobian matches central finite differences, per argument, in float64"
     )
 
     def run(self, context: CaseContext) -> list[Result]:
@@ -77,6 +89,9 @@ class FiniteDifferenceCheck:
                 context.result(self.id, Status.SKIP, COMPLEX_SKIP, input_index=index)
                 for index in complex_arguments
             ]
+        mode, reason = resolve_mode(context, arguments)
+        if mode == "randomized":
+            return randomized_run(context, self.id, arguments, wrt, (*notes, reason))
         try:
             blocks = jacobian_blocks(context, arguments, wrt)
         except UserCodeError as error:
@@ -93,6 +108,30 @@ class FiniteDifferenceCheck:
             return [judge(context, self.id, index, blocks, notes) for index in wrt]
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
+
+
+def randomized_run(
+    context: CaseContext,
+    check: str,
+    arguments: tuple[Any, ...],
+    wrt: Sequence[int],
+    notes: tuple[str, ...],
+) -> list[Result]:
+    """Randomized mode: random projections per argument, group testing on a discrepancy."""
+    try:
+        problem = first_order_problem(context, arguments, wrt)
+        if problem is None:
+            return [context.result(check, Status.SKIP, "no output is differentiable", notes=notes)]
+        if problem.complex:
+            return [context.result(check, Status.SKIP, COMPLEX_SKIP, notes=notes)]
+        localizer = Localizer(problem, context.generator)
+        approximate = context.spec.gradient == "approximate"
+        exams = [localizer.examine(index, search=not approximate) for index in wrt]
+    except UserCodeError as error:
+        return [crash_result(context, check, error)]
+    if approximate:
+        return [projected_measure(context, check, exam, notes) for exam in exams]
+    return [randomized_verdict(context, check, problem, exam, notes) for exam in exams]
 
 
 def jacobian_blocks(
@@ -173,6 +212,7 @@ def mismatch_failure(
     element = unravel(comparison.column, argument.shape)
     outside = {(k.row, k.column): k for k in kinks if not k.admitted}
     remaining = comparison.off.nonzero().tolist()
+    hint: str | None
     if remaining and all((row, column) in outside for row, column in remaining):
         worst = outside[(comparison.row, comparison.column)]
         hint = (
@@ -182,10 +222,7 @@ def mismatch_failure(
     else:
         name = context.target.argument_name(index) or f"argument {index}"
         tol = context.tolerance
-        hint = (
-            diagnose(analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol)
-            or None
-        )
+        hint = diagnose(analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol)
     where = f"element {list(element)}"
     if len(blocks.layout.indices) > 1 or blocks.layout.rows != argument.numel():
         where += f", output {output_index} element {list(output_element)}"

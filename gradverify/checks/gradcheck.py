@@ -4,11 +4,15 @@ At kinks (ReLU at 0) gradcheck fails correct code. When every mismatch we can re
 at a kink with a valid subgradient, gradcheck is run again with those elements held fixed,
 so that everything else it checks (every other element, reentrancy, undefined grads) still
 counts; the kinks become a warning.
+
+In randomized mode (`checks/modes.py`) torch runs with `fast_mode=True` (random projections),
+and a failure is localized by group testing (`checks/randomized.py`) instead of full Jacobians.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 import torch
@@ -23,6 +27,14 @@ from gradverify.checks.finite_difference import (
     promotion_notes,
 )
 from gradverify.checks.kinks import hold_fixed, kink_masks
+from gradverify.checks.modes import (
+    first_order_problem,
+    randomized_failure,
+    randomized_kink_warning,
+    resolve_mode,
+    without_slow_mode_fallback,
+)
+from gradverify.checks.randomized import Localizer
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
     parse_mismatch,
@@ -51,14 +63,17 @@ class GradcheckCheck:
             return [context.result(self.id, Status.SKIP, MODE_SKIPS[context.spec.gradient])]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
+        mode, reason = resolve_mode(context, arguments)
+        fast = mode == "randomized"
+        if fast:
+            notes = (*notes, reason)
         try:
-            failure = run_gradcheck(context, context.target.call, arguments)
+            failure = run_gradcheck(context, context.target.call, arguments, fast_mode=fast)
             if failure is None:
-                return [
-                    context.result(
-                        self.id, Status.PASS, "torch.autograd.gradcheck passed", notes=notes
-                    )
-                ]
+                passed = "torch.autograd.gradcheck passed" + (" (fast_mode)" if fast else "")
+                return [context.result(self.id, Status.PASS, passed, notes=notes)]
+            if fast:
+                return self._randomized_failure(context, failure, arguments, wrt, notes)
             return self._failure(context, failure, arguments, wrt, notes)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
@@ -113,17 +128,71 @@ class GradcheckCheck:
             for i in masks
         ]  # fmt: skip
 
+    def _randomized_failure(
+        self,
+        context: CaseContext,
+        message: str,
+        arguments: tuple[Any, ...],
+        wrt: list[int],
+        notes: tuple[str, ...],
+    ) -> list[Result]:
+        """As `_failure`, with group testing on random projections for full Jacobians."""
+        mismatch = parse_mismatch(message)
+        if mismatch is None or mismatch.input >= len(wrt):
+            text, hint = explain_other_failure(message)
+            return [
+                context.result(self.id, Status.FAIL, f"gradcheck: {text}", hint=hint, notes=notes)
+            ]
+        index = wrt[mismatch.input]
+        headline = context.result(
+            self.id, Status.FAIL,
+            f"gradcheck (fast_mode): mismatch of the projected Jacobian vᵀJu for "
+            f"{context.describe_argument(index)} (torch's output {mismatch.output}, input "
+            f"{mismatch.input})",
+            input_index=index, notes=notes,
+        )  # fmt: skip
+        problem = first_order_problem(context, arguments, wrt)
+        if problem is None or problem.complex:
+            return [headline]
+        localizer = Localizer(problem, context.generator)
+        exams = {i: localizer.examine(i) for i in wrt}
+        failing = [i for i in wrt if exams[i].wrong]
+        if failing:
+            return [randomized_failure(context, self.id, problem, exams[i], notes) for i in failing]
+        kinks = {i: [entry.kink for entry in exams[i].excused if entry.kink] for i in wrt}
+        masks = kink_masks(kinks, arguments)
+        if not masks:  # group testing cannot reproduce torch's complaint
+            return [headline]
+        held = hold_fixed(context.target.call, arguments, masks)
+        again = run_gradcheck(context, held, arguments, fast_mode=True)
+        if again is not None:
+            text, hint = explain_other_failure(again)
+            return [context.result(
+                self.id, Status.FAIL,
+                f"gradcheck fails even with the non-differentiable elements held fixed: {text}",
+                hint=hint, notes=notes,
+            )]  # fmt: skip
+        held_note = (*notes, "gradcheck passes with the non-differentiable elements held fixed")
+        return [
+            randomized_kink_warning(context, self.id, problem, exams[i], held_note) for i in masks
+        ]
+
 
 def run_gradcheck(
-    context: CaseContext, call: Callable[..., Any], arguments: tuple[Any, ...]
+    context: CaseContext,
+    call: Callable[..., Any],
+    arguments: tuple[Any, ...],
+    fast_mode: bool = False,
 ) -> str | None:
     """torch's gradcheck on `call`: None if it passes, else its failure message."""
     tol = context.tolerance
+    fallback = without_slow_mode_fallback() if fast_mode else nullcontext()
     try:
-        with user_code("gradcheck"):
+        with user_code("gradcheck"), fallback:
             torch.autograd.gradcheck(
                 tensor_outputs(call), arguments,
                 eps=tol.eps, atol=tol.atol, rtol=tol.rtol, nondet_tol=tol.nondet_tol,
+                fast_mode=fast_mode,
             )  # fmt: skip
     except UserCodeError as error:
         if isinstance(error.error, GradcheckError):

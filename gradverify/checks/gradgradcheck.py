@@ -1,8 +1,13 @@
-"""`gradgradcheck`: second derivatives by torch.autograd.gradgradcheck, mapped to arguments."""
+"""`gradgradcheck`: second derivatives by torch.autograd.gradgradcheck, mapped to arguments.
+
+In randomized mode (`checks/modes.py`) torch runs with `fast_mode=True`, and a failure is
+localized by group testing (`checks/randomized.py`) instead of full second-order Jacobians.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 import torch
@@ -20,6 +25,14 @@ from gradverify.checks.jacobian import (
     unravel,
 )
 from gradverify.checks.kinks import hold_fixed, kink_masks
+from gradverify.checks.modes import (
+    randomized_kink_warning,
+    resolve_mode,
+    search_notes,
+    second_order_problem,
+    without_slow_mode_fallback,
+)
+from gradverify.checks.randomized import Examination, Localizer, Problem
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
     first_order_grads,
@@ -62,19 +75,35 @@ class GradgradcheckCheck:
             return [context.result(self.id, Status.SKIP, ONCE_DIFFERENTIABLE)]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
+        mode, reason = resolve_mode(context, arguments)
+        fast = mode == "randomized"
+        if fast:
+            notes = (*notes, reason)
         try:
             grad_outputs = self._grad_outputs(context, arguments)
             if not grad_outputs:
                 return [
                     context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)
                 ]
-            failure = self._gradgradcheck(context, context.target.call, arguments, grad_outputs)
+            call = context.target.call
+            failure = self._gradgradcheck(context, call, arguments, grad_outputs, fast)
+            if failure is None and fast:
+                # torch's fast mode sums allowances over every entry (see checks/randomized.py)
+                # and misses wrong entries in large inputs; our projections look again.
+                found = self._randomized_search(context, arguments, wrt, grad_outputs, notes)
+                if found:
+                    return found
             if failure is None:
-                return [
-                    context.result(
-                        self.id, Status.PASS, "torch.autograd.gradgradcheck passed", notes=notes
-                    )
-                ]
+                passed = "torch.autograd.gradgradcheck passed" + (
+                    " (fast_mode); random projections of the second derivatives match"
+                    if fast
+                    else ""
+                )
+                return [context.result(self.id, Status.PASS, passed, notes=notes)]
+            if fast:
+                return self._randomized_failure(
+                    context, failure, arguments, wrt, grad_outputs, notes
+                )
             return self._failure(context, failure, arguments, wrt, grad_outputs, notes)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
@@ -95,14 +124,17 @@ class GradgradcheckCheck:
         call: Callable[..., Any],
         arguments: tuple[Any, ...],
         grad_outputs: list[torch.Tensor],
+        fast_mode: bool = False,
     ) -> str | None:
         """torch's gradgradcheck: None if it passes, else its failure message."""
         tol = context.tolerance
+        fallback = without_slow_mode_fallback() if fast_mode else nullcontext()
         try:
-            with user_code("gradgradcheck"):
+            with user_code("gradgradcheck"), fallback:
                 torch.autograd.gradgradcheck(
                     tensor_outputs(call), arguments, grad_outputs,
                     eps=tol.eps, atol=tol.atol, rtol=tol.rtol, nondet_tol=tol.nondet_tol,
+                    fast_mode=fast_mode,
                 )  # fmt: skip
         except UserCodeError as error:
             if isinstance(error.error, GradcheckError):
@@ -169,6 +201,114 @@ class GradgradcheckCheck:
             for p in masks
         ]  # fmt: skip
 
+    def _randomized_failure(
+        self,
+        context: CaseContext,
+        message: str,
+        arguments: tuple[Any, ...],
+        wrt: list[int],
+        grad_outputs: list[torch.Tensor],
+        notes: tuple[str, ...],
+    ) -> list[Result]:
+        """As `_failure`, with group testing on random projections for full Jacobians."""
+        hint = self._hint(context)
+        headline = context.result(
+            self.id, Status.FAIL, f"gradgradcheck: {message.splitlines()[0]}", hint=hint,
+            notes=notes,
+        )  # fmt: skip
+        if parse_mismatch(message) is None:
+            text, other_hint = explain_other_failure(message)
+            return [context.result(
+                self.id, Status.FAIL, f"gradgradcheck: {text}", hint=other_hint or hint,
+                notes=notes,
+            )]  # fmt: skip
+        problem = second_order_problem(context, arguments, wrt, grad_outputs)
+        if problem is None or problem.complex:
+            return [headline]
+        localizer = Localizer(problem, context.generator)
+        exams = {p: localizer.examine(p) for p in problem.positions}
+        failing = [p for p in problem.positions if exams[p].wrong]
+        if failing:
+            return [
+                self._randomized_mismatch(context, problem, exams[p], len(arguments), hint, notes)
+                for p in failing
+            ]
+        kinks = {
+            p: [entry.kink for entry in exam.excused if entry.kink]
+            for p, exam in exams.items()
+            if p < len(arguments)
+        }
+        masks = kink_masks(kinks, arguments)
+        if not masks:  # group testing cannot reproduce torch's complaint
+            return [headline]
+        held = hold_fixed(context.target.call, arguments, masks)
+        again = self._gradgradcheck(context, held, arguments, grad_outputs, True)
+        if again is not None:
+            text, other_hint = explain_other_failure(again)
+            return [context.result(
+                self.id, Status.FAIL,
+                f"gradgradcheck fails even with the non-differentiable elements held fixed: {text}",
+                hint=other_hint or hint, notes=notes,
+            )]  # fmt: skip
+        held_note = (*notes, "gradgradcheck passes with the non-differentiable elements held fixed")
+        return [
+            randomized_kink_warning(context, self.id, problem, exams[p], held_note) for p in masks
+        ]
+
+    def _randomized_search(
+        self,
+        context: CaseContext,
+        arguments: tuple[Any, ...],
+        wrt: list[int],
+        grad_outputs: list[torch.Tensor],
+        notes: tuple[str, ...],
+    ) -> list[Result]:
+        """What random projections and group testing find in the second derivatives after
+        torch's fast mode passed: wrong entries (fail), or only kinks (warn), or nothing."""
+        problem = second_order_problem(context, arguments, wrt, grad_outputs)
+        if problem is None or problem.complex:
+            return []
+        localizer = Localizer(problem, context.generator)
+        exams = [localizer.examine(p) for p in problem.positions]
+        found = (*notes, "torch.autograd.gradgradcheck (fast_mode) passed; our projections did not")
+        hint = self._hint(context)
+        wrong = [
+            self._randomized_mismatch(context, problem, exam, len(arguments), hint, found)
+            for exam in exams
+            if exam.wrong
+        ]
+        kinks = [exam for exam in exams if exam.excused and exam.position < len(arguments)]
+        return wrong or [
+            randomized_kink_warning(context, self.id, problem, exam, notes) for exam in kinks
+        ]
+
+    def _randomized_mismatch(
+        self,
+        context: CaseContext,
+        problem: Problem,
+        exam: Examination,
+        n_arguments: int,
+        hint: str,
+        notes: tuple[str, ...],
+    ) -> Result:
+        """A wrong second derivative at the worst entry group testing found."""
+        worst = exam.worst
+        text, input_index, output_index, element = _second_order_entry(
+            context, problem.layout, problem.values, n_arguments, exam.position,
+            worst.row, worst.column,
+        )  # fmt: skip
+        text = (
+            f"{text}: analytical {worst.analytical:.6g}, numerical {worst.numerical:.6g} "
+            f"(a Jacobian entry, localized by group testing in {exam.forward_calls} calls of "
+            "backward as a function)"
+        )
+        return context.result(
+            self.id, Status.FAIL, text,
+            input_index=input_index, output_index=output_index, element=element,
+            analytical=worst.analytical, numerical=worst.numerical, max_abs_error=worst.error,
+            mismatched=len(exam.wrong), hint=hint, notes=(*notes, *search_notes(exam)),
+        )  # fmt: skip
+
     def _hint(self, context: CaseContext) -> str:
         """What earlier checks say about the first derivative (values and structure)."""
         earlier = [r for r in context.earlier if r.check in FIRST_ORDER_CHECKS]
@@ -196,18 +336,14 @@ class GradgradcheckCheck:
         notes: tuple[str, ...],
     ) -> Result:
         """A wrong second derivative: d(gradient of argument i) / d(argument j or grad_output k)."""
-        gradient_of, gradient_element = blocks.layout.locate(comparison.row)
-        of = f"the gradient of {context.describe_argument(gradient_of)} {list(gradient_element)}"
-        if position < n_arguments:
-            by, input_index, output_index = context.describe_argument(position), position, None
-        else:
-            k = position - n_arguments
-            by, input_index, output_index = f"grad_output {k}", gradient_of, k
-        element = unravel(comparison.column, blocks.arguments[position].shape)
+        where = _second_order_entry(
+            context, blocks.layout, blocks.arguments, n_arguments, position,
+            comparison.row, comparison.column,
+        )  # fmt: skip
+        text, input_index, output_index, element = where
         text = (
-            f"second derivative is wrong: d({of}) / d({by}) at element {list(element)}: analytical "
-            f"{comparison.analytical:.6g}, numerical {comparison.numerical:.6g} "
-            f"({comparison.mismatched} of {comparison.total} entries off)"
+            f"{text}: analytical {comparison.analytical:.6g}, numerical "
+            f"{comparison.numerical:.6g} ({comparison.mismatched} of {comparison.total} entries off)"
         )
         return context.result(
             self.id, Status.FAIL, text,
@@ -216,6 +352,28 @@ class GradgradcheckCheck:
             max_abs_error=comparison.max_abs_error, max_rel_error=comparison.max_rel_error,
             mismatched=comparison.mismatched, total=comparison.total, hint=hint, notes=notes,
         )  # fmt: skip
+
+
+def _second_order_entry(
+    context: CaseContext,
+    layout: OutputLayout,
+    values: Sequence[Any],
+    n_arguments: int,
+    position: int,
+    row: int,
+    column: int,
+) -> tuple[str, int, int | None, tuple[int, ...]]:
+    """(text, input_index, output_index, element) naming one second-order Jacobian entry."""
+    gradient_of, gradient_element = layout.locate(row)
+    of = f"the gradient of {context.describe_argument(gradient_of)} {list(gradient_element)}"
+    if position < n_arguments:
+        by, input_index, output_index = context.describe_argument(position), position, None
+    else:
+        k = position - n_arguments
+        by, input_index, output_index = f"grad_output {k}", gradient_of, k
+    element = unravel(column, values[position].shape)
+    text = f"second derivative is wrong: d({of}) / d({by}) at element {list(element)}"
+    return text, input_index, output_index, element
 
 
 def second_order_blocks(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from gradverify import __version__
+from gradverify._version import __version__
 from gradverify.report.junit import explanation, relative_path
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report, Result, Status

@@ -149,7 +149,11 @@ def _evidence(result: Result) -> Iterable[tuple[str, str]]:
             errors += f"; {result.mismatched} of {result.total} entries off"
         yield "error", errors
     if result.source_file is not None:
-        where = f"{result.source_file}:{result.source_line}" if result.source_line else result.source_file
+        where = (
+            f"{result.source_file}:{result.source_line}"
+            if result.source_line
+            else result.source_file
+        )
         yield "source", where
     if result.rule is not None:
         yield "rule", result.rule

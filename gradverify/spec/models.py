@@ -34,7 +34,10 @@ CheckId = Literal[
 # Every check id, in the order checks run.
 CHECK_IDS: tuple[CheckId, ...] = typing.get_args(CheckId)
 # The checks that need a spec key to mean anything, and run by default only when it is given.
-CONFIGURED_CHECKS: dict[str, str] = {"reference": "reference", "expected_gradient": "expected_gradient"}
+CONFIGURED_CHECKS: dict[str, str] = {
+    "reference": "reference",
+    "expected_gradient": "expected_gradient",
+}
 GradientMode = Literal["exact", "surrogate", "approximate"]
 
 # torch dtype names (and their aliases) accepted in a spec, checked without importing torch.
@@ -199,7 +202,9 @@ class Variants(_Strict):
 
 def _import_path(value: str | None, key: str) -> str | None:
     if value is not None and (":" not in value or value.endswith(":") or value.startswith(":")):
-        raise ValueError(f"{key} {value!r} must look like `package.module:Attr` or `path/file.py:Attr`")
+        raise ValueError(
+            f"{key} {value!r} must look like `package.module:Attr` or `path/file.py:Attr`"
+        )
     return value
 
 
@@ -209,7 +214,9 @@ class FunctionSpec(_Strict):
     target: str | None = None
     gradient: GradientMode = "exact"
     expected_gradient: str | None = None  # surrogate: module:callable giving the intended gradient
-    max_error: float | None = Field(default=None, gt=0)  # approximate: the gradient's largest allowed error
+    max_error: float | None = Field(
+        default=None, gt=0
+    )  # approximate: the gradient's largest allowed error
     reference: str | None = None  # module:callable, a plain PyTorch forward to compare with
     low_precision: LowPrecision = Field(default_factory=LowPrecision)  # type: ignore[arg-type]
     kinks: list[float] = Field(default_factory=list)  # known non-differentiable input values

@@ -49,7 +49,9 @@ def test_gradcheck_reruns_with_the_kinks_held_fixed(clipped_at_kinks, only):
 
 
 def test_a_forgotten_mask_still_fails_next_to_excused_kinks(run_spec, only):
-    report = run_spec(CLIPPED_AT_KINKS.replace("activations:ClippedReLU", "buggy:ClippedReLUForgotMask"))
+    report = run_spec(
+        CLIPPED_AT_KINKS.replace("activations:ClippedReLU", "buggy:ClippedReLUForgotMask")
+    )
     result = only(report, check="finite_difference")
     assert result.status.value == "fail"
     assert result.element == (4,)  # x == 1.5 > clip_val: analytical 1, numerical 0

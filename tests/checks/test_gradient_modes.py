@@ -115,7 +115,9 @@ def test_once_differentiable_skips_gradgradcheck_with_the_reason(run_spec, only)
 
 def test_second_derivative_silently_wrong_names_both_remedies(bugs_report, only):
     result = only(
-        bugs_report, target="tests.functions.second_order:DetachedBackwardSquare", check="gradgradcheck"
+        bugs_report,
+        target="tests.functions.second_order:DetachedBackwardSquare",
+        check="gradgradcheck",
     )
     assert result.status.value == "fail"
     assert "silently wrong" in result.hint

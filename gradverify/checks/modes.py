@@ -1,0 +1,305 @@
+"""Full Jacobians or random projections: which mode a numerical check runs in, and why; and
+randomized mode as the checks see it: the functions whose Jacobians it examines, torch's
+fast mode without its slow fallback, and its results. `checks/randomized.py` does the
+projections and the group testing.
+
+`mode: full` builds every Jacobian entry: two forward calls per input element and one
+backward per output element, and memory for every entry. `mode: randomized` compares random
+projections vᵀJu and localizes a wrong entry by group testing (`checks/randomized.py`), in
+a few dozen calls whatever the size. `mode: auto` (the default) measures the case and picks.
+
+The thresholds come from timing full mode on this machine (a sigmoid and a Linear, float64,
+torch CPU): a forward or backward call of a small Function costs ~50-100 µs, so full mode
+takes ~0.1 s at 1e5 Jacobian entries (a 300-element sigmoid, 900 calls) and ~0.3 s at
+1.5e5 (a 4x32 -> 32 Linear, 1,300 calls), growing linearly in calls and quadratically in
+memory beyond: a 3,000-element sigmoid (9e6 entries) takes 1.6 s per check, a 10,000-element
+one 16 s in torch's gradcheck. Below both thresholds full mode costs at most a few tenths of
+a second per check and names every wrong entry, so it stays the default there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Any, Literal
+
+import torch
+
+from gradverify.checks.base import CaseContext, UserCodeError, call_forward, user_code
+from gradverify.checks.jacobian import OutputLayout, differentiable_outputs, unravel
+from gradverify.checks.randomized import PROJECTIONS, Entry, Examination, Problem
+from gradverify.checks.torch_gradcheck import first_order_grads
+from gradverify.inputs import differentiable_indices
+from gradverify.results import Result, Status
+
+Mode = Literal["full", "randomized"]
+
+# Jacobian entries (Σ differentiable-input elements × Σ differentiable-output elements) up to
+# which `auto` builds full Jacobians: ~0.1 s per check, 0.8 MB per float64 block.
+MAX_FULL_ENTRIES = 100_000
+# Calls full mode makes (2 forwards per input element + 1 backward per output element) up to
+# which `auto` builds full Jacobians: ~0.5 s at ~100 µs a call. A scalar output of a
+# 50,000-element input has few entries but needs 100,000 forward calls.
+MAX_FULL_CALLS = 5_000
+
+
+def resolve_mode(context: CaseContext, arguments: Sequence[Any]) -> tuple[Mode, str]:
+    """(mode, reason): the spec's mode, or for `auto` the one the case's size calls for.
+
+    `arguments` are the check's own copies; `auto` runs forward once on them to size the
+    outputs. A forward that raises leaves the choice to full mode, whose check reports it.
+    """
+    requested = context.spec.mode
+    if requested == "full":
+        return "full", "mode: full (requested)"
+    if requested == "randomized":
+        return "randomized", "mode: randomized (requested)"
+    inputs = sum(arguments[i].numel() for i in differentiable_indices(arguments))
+    try:
+        with torch.enable_grad():
+            outputs = call_forward(context.target.call, arguments)
+    except UserCodeError:
+        return "full", "mode: full (forward raises, so the size is unknown)"
+    produced = sum(output.numel() for _, output in differentiable_outputs(outputs))
+    entries, calls = inputs * produced, 2 * inputs + produced
+    if entries > MAX_FULL_ENTRIES:
+        return "randomized", f"mode: randomized (the Jacobian would have {entries:.1e} entries)"
+    if calls > MAX_FULL_CALLS:
+        return "randomized", (
+            f"mode: randomized (full Jacobians would take {calls:.1e} forward and backward calls)"
+        )
+    return "full", f"mode: full (the Jacobian has {entries} entries)"
+
+
+def first_order_problem(
+    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int]
+) -> Problem | None:
+    """forward's differentiable outputs as a function of its arguments (None: there are none)."""
+    with torch.enable_grad():
+        outputs = call_forward(context.target.call, arguments)
+    selected = differentiable_outputs(outputs)
+    if not selected:
+        return None
+    layout = OutputLayout(tuple(i for i, _ in selected), tuple(tuple(o.shape) for _, o in selected))
+
+    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
+        produced = call_forward(context.target.call, perturbed)
+        return [produced[i] for i in layout.indices]
+
+    tol = context.tolerance
+    return Problem(
+        evaluate, tuple(arguments), tuple(wrt), tuple(o for _, o in selected), layout,
+        tol.eps, tol.atol, tol.rtol,
+    )  # fmt: skip
+
+
+def second_order_problem(
+    context: CaseContext,
+    arguments: tuple[Any, ...],
+    wrt: list[int],
+    grad_outputs: list[torch.Tensor],
+) -> Problem | None:
+    """The first-order gradients as a function of the arguments and grad_outputs, as
+    `second_order_blocks` sees them, for randomized mode (None: no gradient at all)."""
+    grads = first_order_grads(context.target.call, len(arguments), wrt)
+    values = (*arguments, *grad_outputs)
+    with user_code("backward"):
+        produced = grads(*values)
+    if not produced:
+        return None
+    layout = OutputLayout(
+        tuple(index for index, _ in produced), tuple(tuple(g.shape) for _, g in produced)
+    )
+
+    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
+        return [gradient for _, gradient in grads(*perturbed)]
+
+    tol = context.tolerance
+    positions = (*wrt, *range(len(arguments), len(values)))
+    return Problem(
+        evaluate, values, positions, tuple(g for _, g in produced), layout,
+        tol.eps, tol.atol, tol.rtol,
+    )  # fmt: skip
+
+
+@contextmanager
+def without_slow_mode_fallback() -> Iterator[None]:
+    """torch's fast gradcheck without the full Jacobians it builds to word a failure.
+
+    On a mismatch, torch's fast mode reruns slow mode (`_run_slow_mode_and_get_error`) to
+    print both Jacobians: two forward calls per input element and n·m memory, out of reach
+    for the inputs randomized mode is for. The message keeps "Jacobian mismatch for output j
+    with respect to input i", which is all we read; group testing does the rest.
+    """
+    module = importlib.import_module("torch.autograd.gradcheck")
+    original = getattr(module, "_run_slow_mode_and_get_error", None)
+    if original is None:  # a torch without the fallback: nothing to do
+        yield
+        return
+    name = "_run_slow_mode_and_get_error"
+    setattr(module, name, lambda *args, **kwargs: "")
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+def randomized_verdict(
+    context: CaseContext, check: str, problem: Problem, exam: Examination, notes: tuple[str, ...]
+) -> Result:
+    """One argument's verdict from its examination: fail at the worst wrong entry found,
+    warn when the only entries off sit at kinks, pass otherwise."""
+    if exam.wrong:
+        return randomized_failure(context, check, problem, exam, notes)
+    if exam.excused:
+        return randomized_kink_warning(context, check, problem, exam, notes)
+    index = exam.position
+    return context.result(
+        check, Status.PASS,
+        f"gradient of {context.describe_argument(index)} matches along {PROJECTIONS} random "
+        f"projections vᵀJu ({problem.values[index].numel()} elements)",
+        input_index=index, notes=(*notes, *search_notes(exam)),
+    )  # fmt: skip
+
+
+def randomized_failure(
+    context: CaseContext, check: str, problem: Problem, exam: Examination, notes: tuple[str, ...]
+) -> Result:
+    """A failure at the worst wrong Jacobian entry group testing found."""
+    worst, index = exam.worst, exam.position
+    argument = problem.values[index]
+    output_index, output_element = problem.layout.locate(worst.row)
+    element = unravel(worst.column, argument.shape)
+    where = f"element {list(element)}"
+    elementwise = problem.layout.shapes == (tuple(argument.shape),) and worst.row == worst.column
+    if not elementwise:  # the output element is not the argument's own
+        where += f", output {output_index} element {list(output_element)}"
+    found = f"{len(exam.wrong)} wrong entries found" if len(exam.wrong) > 1 else ""
+    message = (
+        f"gradient of {context.describe_argument(index)} is wrong at {where}: analytical "
+        f"{worst.analytical:.6g}, numerical {worst.numerical:.6g} ({found or 'a Jacobian entry'}"
+        f", localized by group testing in {exam.forward_calls} forward calls)"
+    )
+    if exam.excused:
+        notes = (*notes, f"{len(exam.excused)} mismatch(es) at non-differentiable points excused")
+    return context.result(
+        check, Status.FAIL, message,
+        input_index=index, output_index=output_index, element=element,
+        analytical=worst.analytical, numerical=worst.numerical,
+        max_abs_error=worst.error, max_rel_error=_relative(worst, problem.atol),
+        mismatched=len(exam.wrong), hint=_failure_hint(exam, problem),
+        notes=(*notes, *search_notes(exam)),
+        details=tuple(_describe(entry, problem) for entry in exam.wrong) if found else (),
+    )  # fmt: skip
+
+
+def randomized_kink_warning(
+    context: CaseContext, check: str, problem: Problem, exam: Examination, notes: tuple[str, ...]
+) -> Result:
+    """`warn`: the only entries off sit at kinks, and backward gives a valid subgradient there."""
+    first, index = exam.excused[0], exam.position
+    assert first.kink is not None
+    element = unravel(first.column, problem.values[index].shape)
+    more = f" (and {len(exam.excused) - 1} more element(s))" if len(exam.excused) > 1 else ""
+    output_index, _ = problem.layout.locate(first.row)
+    return context.result(
+        check, Status.WARN,
+        f"non-differentiable at {context.describe_argument(index)}, element {list(element)}"
+        f"{more}: {first.kink.describe()}",
+        input_index=index, output_index=output_index, element=element,
+        analytical=first.analytical, numerical=first.numerical,
+        hint="a kink (as ReLU at 0): central differences mean nothing there, and backward's "
+        "value is a valid subgradient; random projections of the rest of the gradient match",
+        notes=(*notes, *search_notes(exam)),
+    )  # fmt: skip
+
+
+def projected_measure(
+    context: CaseContext, check: str, exam: Examination, notes: tuple[str, ...]
+) -> Result:
+    """`gradient: approximate` in randomized mode: the error of the projections, relative to
+    the largest projected value. Projections can add up entry errors, so above max_error this
+    warns rather than fails; `mode: full` measures every entry."""
+    index = exam.position
+    errors = [abs(a - n) for a, n in exam.projected]
+    scale = max([abs(n) for _, n in exam.projected] + [context.tolerance.atol])
+    error = max(errors, default=0.0) / scale
+    allowed = context.spec.allowed_error
+    verdict = Status.PASS if error <= allowed else Status.WARN
+    relation = "within" if verdict is Status.PASS else "above"
+    return context.result(
+        check, verdict,
+        f"gradient of {context.describe_argument(index)} has projected error {error:.3g} "
+        f"relative to its largest projection vᵀJu, {relation} max_error {allowed:g}",
+        input_index=index, max_abs_error=max(errors, default=0.0), max_rel_error=error,
+        hint=None if verdict is Status.PASS else "use `mode: full` to measure every entry",
+        notes=notes,
+    )  # fmt: skip
+
+
+def search_notes(exam: Examination) -> tuple[str, ...]:
+    """What the projections saw beyond the entries reported."""
+    notes: list[str] = []
+    if exam.spread:
+        discrepancy, threshold = max(exam.spread, key=lambda pair: abs(pair[0]))
+        notes.append(
+            f"a random projection differs by {abs(discrepancy):.3g} (detection threshold "
+            f"{threshold:.3g}), but the entry group testing led to is within tolerance: "
+            "errors spread thinly, each within atol + rtol·|numerical|"
+        )
+    if exam.exhausted:
+        notes.append("group testing stopped after its budget of searches; projections still differ")
+    return tuple(notes)
+
+
+def _describe(entry: Entry, problem: Problem) -> str:
+    output_index, output_element = problem.layout.locate(entry.row)
+    element = unravel(entry.column, problem.values[entry.position].shape)
+    return (
+        f"element {list(element)}, output {output_index} element {list(output_element)}: "
+        f"analytical {entry.analytical:.6g}, numerical {entry.numerical:.6g}"
+    )
+
+
+def _relative(entry: Entry, atol: float) -> float | None:
+    return entry.error / abs(entry.numerical) if abs(entry.numerical) > atol else None
+
+
+def _failure_hint(exam: Examination, problem: Problem) -> str | None:
+    if all(entry.kink is not None for entry in exam.wrong):
+        kink = exam.worst.kink
+        assert kink is not None
+        return (
+            "wrong only at non-differentiable points: there any value between the one-sided "
+            f"slopes is a valid (sub)gradient, but {kink.describe()}"
+        )
+    return entry_hint(exam.worst, problem.atol, problem.rtol)
+
+
+def entry_hint(entry: Entry, atol: float, rtol: float) -> str | None:
+    """A likely cause read off one wrong entry (randomized mode sees no pattern)."""
+    analytical, numerical = entry.analytical, entry.numerical
+    if not (math.isfinite(analytical) and math.isfinite(numerical)):
+        return None
+    if abs(numerical) <= atol:
+        return (
+            f"the derivative is 0 at this entry but backward gives {analytical:.4g}: likely a "
+            "gradient where there should be none"
+        )
+    if abs(analytical) <= atol:
+        return (
+            f"backward gives 0 at this entry where the derivative is {numerical:.4g}: likely a "
+            "missing term or a mask that is too wide"
+        )
+    if abs(analytical + numerical) <= atol + rtol * abs(numerical):
+        return "the opposite sign at this entry: likely a flipped sign in backward"
+    ratio = Fraction(analytical / numerical).limit_denominator(16)
+    if ratio != 1 and abs(float(ratio) * numerical - analytical) <= atol + rtol * abs(numerical):
+        return (
+            f"analytical = {ratio} × numerical at this entry: likely a wrong factor in backward "
+            "(`mode: full` shows whether every entry has it)"
+        )
+    return None

@@ -1,0 +1,390 @@
+"""Randomized mode: random projections vᵀJu, and group testing to name a wrong Jacobian entry.
+
+One backward with grad_outputs v gives vᵀJ, a full vector per argument; central differences
+along a direction u give vᵀJu from two forward calls. Their difference, the discrepancy, is
+linear in u, so for any subset S of an argument's elements the discrepancy of u restricted
+to S costs two forward calls. Bisecting S, keeping the half whose discrepancy is (relative
+to its allowance) the larger, names one input element in 2·log2(n) forward calls; bisecting
+the support of v at that element, one backward per level, names the output element. That
+single Jacobian entry is then judged exactly as in full mode, kinks included.
+
+Tolerances. torch's fast gradcheck allows |vᵀAu - vᵀNu| <= atol·Σu·Σv + rtol·|vᵀNu|
+(`_adjusted_atol`): the element-wise rule |A_ij - N_ij| <= atol + rtol·|N_ij| summed over
+all n·m entries. That bound is sound but blind where it matters here: for a 10⁶-element
+elementwise Function, with torch's positive unit-norm u and v, it allows a discrepancy of
+atol·Σu·Σv ≈ 7.5, while one wrong entry off by 0.2 moves vᵀJu by 0.2·v_i·u_j ≈ 1.5e-7. Any
+bound that sums allowances over entries shares that blindness (the rtol term too). So here
+a projection never decides a verdict; it decides where to look:
+
+- detection: a projection is searched when |discrepancy| exceeds
+  atol + 64 ulp·(‖v∘f(x)‖₂/eps + ‖vᵀJ∘u‖₂): a single entry's allowance, plus the rounding of
+  forward (through the central difference) and of backward; random signs make those sums
+  grow as 2-norms. u and v have entries ±(1 + U[0, 1)): random signs keep wrong entries from
+  cancelling, and magnitudes of at least 1 make one wrong entry move its projection by at
+  least its own error, so an entry full mode flags (error > atol + rtol·|N_ij|) stands out
+  unless other entries' errors, each within tolerance, add up to more. No truncation term:
+  measuring it by a second step size would also absorb kinks and jumps, which must be found.
+- verdict: `fail` only at a Jacobian entry that fails the full-mode rule
+  |A_ij - N_ij| <= atol + rtol·|N_ij|, with N_ij the very central difference full mode takes,
+  and that is not at a kink where backward gives a valid subgradient. So randomized mode
+  never fails a Function full mode would pass. A search that ends at a correct entry (errors
+  spread thinly, each within tolerance, or a high-curvature region) is only a note: a
+  detection threshold set too low costs calls, never a false alarm.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gradverify.checks.base import user_code
+from gradverify.checks.jacobian import OutputLayout
+from gradverify.checks.kinks import OFFSETS, Evaluate, Kink, nondifferentiable_rows, samples
+
+PROJECTIONS = 3  # random (u, v) pairs per argument
+ROUNDING_ULPS = 64.0  # float64 units in the last place allowed per rounding sum
+MAX_SEARCHES = 20  # group tests per argument: kinks found and excused, then the rest
+SALT = 4_001  # of the projections' generators, away from the salts other checks use
+UNIT_ROUNDOFF = float(torch.finfo(torch.float64).eps)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A function of `values` whose Jacobian blocks w.r.t. values[p], p in `positions`, are
+    checked; `outputs` are its outputs at `values`, with their graph."""
+
+    evaluate: Evaluate
+    values: tuple[Any, ...]
+    positions: tuple[int, ...]
+    outputs: tuple[torch.Tensor, ...]
+    layout: OutputLayout
+    eps: float
+    atol: float
+    rtol: float
+    phase: str = "backward"
+
+    @property
+    def complex(self) -> bool:
+        """Complex outputs or arguments: real central differences do not apply."""
+        arguments = [self.values[p] for p in self.positions]
+        return any(tensor.is_complex() for tensor in (*self.outputs, *arguments))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One Jacobian entry group testing led to, judged by the full-mode rule."""
+
+    position: int
+    row: int  # among the concatenated outputs
+    column: int  # flat index into values[position]
+    analytical: float
+    numerical: float
+    off: bool  # outside atol + rtol·|numerical|
+    kink: Kink | None = None  # set when an off entry sits at a non-differentiable point
+
+    @property
+    def excused(self) -> bool:
+        return self.off and self.kink is not None and self.kink.admitted
+
+    @property
+    def wrong(self) -> bool:
+        return self.off and not self.excused
+
+    @property
+    def error(self) -> float:
+        difference = abs(self.analytical - self.numerical)
+        return math.inf if math.isnan(difference) else difference
+
+
+@dataclass
+class Examination:
+    """What the projections and group tests found in one argument's Jacobian block."""
+
+    position: int
+    wrong: list[Entry] = field(default_factory=list)
+    excused: list[Entry] = field(default_factory=list)  # at kinks, with a valid subgradient
+    spread: list[tuple[float, float]] = field(default_factory=list)  # (discrepancy, threshold)
+    projected: list[tuple[float, float]] = field(default_factory=list)  # (analytical, numerical)
+    exhausted: bool = False  # MAX_SEARCHES ran out with projections still off
+    forward_calls: int = 0
+    backward_calls: int = 0
+
+    @property
+    def worst(self) -> Entry:
+        return max(self.wrong, key=lambda entry: entry.error)
+
+
+class Localizer:
+    """Projections of one Problem and group tests on them; counts the calls it makes."""
+
+    def __init__(self, problem: Problem, generator: Callable[[int], torch.Generator]) -> None:
+        self.problem = problem
+        self.generator = generator
+        self.forward_calls = 0
+        self.backward_calls = 0
+        self.base = _flat(problem.outputs)
+        self._finite_base = torch.nan_to_num(self.base, nan=0.0, posinf=0.0, neginf=0.0)
+        self._projections: dict[int, tuple[torch.Tensor, dict[int, torch.Tensor]]] = {}
+
+    def examine(self, position: int, search: bool = True) -> Examination:
+        """Detect, localize and judge discrepancies in the block of values[position]; with
+        `search` off, only measure the projections."""
+        forward_before, backward_before = self.forward_calls, self.backward_calls
+        exam = Examination(position)
+        size = self.problem.values[position].numel()
+        active = torch.ones(size, dtype=torch.bool)
+        searches = 0
+        for projection in range(PROJECTIONS if size else 0):
+            v, grads = self._projection(projection)
+            g, u = grads[position], self._direction(projection, position, size)
+            while not exam.exhausted:
+                discrepancy, threshold, analytical = self._detect(position, v, g, u, active)
+                if len(exam.projected) <= projection:
+                    exam.projected.append((analytical, analytical - discrepancy))
+                if abs(discrepancy) <= threshold or not search or not active.any():
+                    break
+                if searches == MAX_SEARCHES:
+                    exam.exhausted = True
+                    break
+                searches += 1
+                column = self._search_column(position, v, g, u, active, discrepancy)
+                active[column] = False
+                entry = self._examine_column(position, column, v, float(g[column]))
+                if entry.excused:
+                    exam.excused.append(entry)
+                    continue  # the same projection again, without the kink
+                if entry.wrong:
+                    exam.wrong.append(entry)
+                else:
+                    exam.spread.append((discrepancy, threshold))
+                break
+        exam.forward_calls = self.forward_calls - forward_before
+        exam.backward_calls = self.backward_calls - backward_before
+        return exam
+
+    def _projection(self, index: int) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        """(v, {position: vᵀJ}) of projection `index`: one backward, shared by every argument."""
+        if index not in self._projections:
+            v = _weights(self.base.numel(), self.generator(SALT + 1000 * index))
+            self._projections[index] = (v, self._backward(v))
+        return self._projections[index]
+
+    def _direction(self, projection: int, position: int, size: int) -> torch.Tensor:
+        return _weights(size, self.generator(SALT + 1000 * projection + 1 + position))
+
+    def _detect(
+        self,
+        position: int,
+        v: torch.Tensor,
+        g: torch.Tensor,
+        u: torch.Tensor,
+        active: torch.Tensor,
+    ) -> tuple[float, float, float]:
+        """(discrepancy, threshold, analytical) of vᵀJu over the active elements."""
+        support = active.nonzero().flatten()
+        projected = g[support] * u[support]
+        analytical = float(projected.sum())
+        numerical = self._numerical(position, support, u, self.problem.eps, v)
+        rounding = float((v * self._finite_base).norm()) / self.problem.eps
+        rounding += float(projected.norm())
+        threshold = self.problem.atol + ROUNDING_ULPS * UNIT_ROUNDOFF * rounding
+        return analytical - numerical, threshold, analytical
+
+    def _search_column(
+        self,
+        position: int,
+        v: torch.Tensor,
+        g: torch.Tensor,
+        u: torch.Tensor,
+        active: torch.Tensor,
+        discrepancy: float,
+    ) -> int:
+        """Bisect the active elements down to the one carrying the largest discrepancy."""
+        candidates = active.nonzero().flatten()
+        allowance = _cumulative_allowance(g * u, candidates, self.problem)
+        low, high = 0, candidates.numel()
+        while high - low > 1:
+            middle = (low + high) // 2
+            half = candidates[low:middle]
+            left = float((g[half] * u[half]).sum()) - self._numerical(
+                position, half, u, self.problem.eps, v
+            )
+            right = discrepancy - left  # linear in u: no forward calls for the other half
+            if _score(left, allowance, low, middle) >= _score(right, allowance, middle, high):
+                high, discrepancy = middle, left
+            else:
+                low, discrepancy = middle, right
+        return int(candidates[low])
+
+    def _examine_column(self, position: int, column: int, v: torch.Tensor, g: float) -> Entry:
+        """A wrong entry of one Jacobian column if there is one, judged as full mode judges.
+
+        The row where the column's central difference is largest comes first (one backward:
+        the diagonal of an elementwise Function); otherwise v's support is bisected.
+        """
+        value = self._copy(position)
+        flat = value.view(-1)
+        original = flat[column].item()
+        flat[column] = original + self.problem.eps
+        plus = self._outputs_at(position, value.clone())
+        flat[column] = original - self.problem.eps
+        minus = self._outputs_at(position, value)
+        numerical = (plus - minus) / (2 * self.problem.eps)
+        largest = int(torch.nan_to_num(numerical.abs(), nan=math.inf).argmax())
+        entry = self._judge(position, largest, column, numerical)
+        if entry.off or numerical.numel() == 1:
+            return entry
+        row = self._search_row(position, column, v, g, numerical)
+        return entry if row == largest else self._judge(position, row, column, numerical)
+
+    def _judge(self, position: int, row: int, column: int, numerical: torch.Tensor) -> Entry:
+        """Entry (row, column) by the full-mode rule, with the kink test when it is off."""
+        one_hot = torch.zeros_like(self.base)
+        one_hot[row] = 1.0
+        analytical = float(self._backward(one_hot)[position][column])
+        expected = float(numerical[row])
+        difference = abs(analytical - expected)
+        off = not difference <= self.problem.atol + self.problem.rtol * abs(expected)
+        kink = self._kink(position, row, column, analytical, numerical) if off else None
+        return Entry(position, row, column, analytical, expected, off, kink)
+
+    def _search_row(
+        self, position: int, column: int, v: torch.Tensor, g: float, numerical: torch.Tensor
+    ) -> int:
+        """Bisect the support of v down to the output element whose entry is the most off."""
+        allowance = _cumulative_allowance(
+            v * numerical, torch.arange(numerical.numel()), self.problem
+        )
+        discrepancy = g - float(v @ numerical)
+        low, high = 0, numerical.numel()
+        while high - low > 1:
+            middle = (low + high) // 2
+            restricted = torch.zeros_like(v)
+            restricted[low:middle] = v[low:middle]
+            left = float(self._backward(restricted)[position][column]) - float(
+                restricted @ numerical
+            )
+            right = discrepancy - left
+            if _score(left, allowance, low, middle) >= _score(right, allowance, middle, high):
+                high, discrepancy = middle, left
+            else:
+                low, discrepancy = middle, right
+        return low
+
+    def _kink(
+        self, position: int, row: int, column: int, analytical: float, numerical: torch.Tensor
+    ) -> Kink | None:
+        """The kink at this entry, as `kinks.find_kinks` samples it, or None if it is smooth."""
+        problem = self.problem
+        with user_code("forward"):
+            values = samples(problem.evaluate, problem.values, position, column, problem.eps)
+        self.forward_calls += len(OFFSETS)
+        tolerance = problem.atol + problem.rtol * numerical.abs()
+        if not bool(nondifferentiable_rows(values, problem.eps, tolerance)[row]):
+            return None
+        half = problem.eps * (OFFSETS[1] - OFFSETS[0])  # the outer half-steps, as find_kinks
+        left = float((values[1, row] - values[0, row]) / half)
+        right = float((values[-1, row] - values[-2, row]) / half)
+        admitted = _between(analytical, left, right, problem.atol, problem.rtol)
+        return Kink(row, column, left, right, analytical, admitted)
+
+    def _numerical(
+        self, position: int, support: torch.Tensor, u: torch.Tensor, step: float, v: torch.Tensor
+    ) -> float:
+        """vᵀ(f(x + step·u) - f(x - step·u)) / 2step, u restricted to the flat `support`."""
+        moves = u[support] * step
+        plus, minus = self._copy(position), self._copy(position)
+        plus.view(-1).index_add_(0, support, moves.to(plus.dtype))
+        minus.view(-1).index_add_(0, support, -moves.to(minus.dtype))
+        difference = self._outputs_at(position, plus) - self._outputs_at(position, minus)
+        return float(v @ difference) / (2 * step)
+
+    def _copy(self, position: int) -> torch.Tensor:
+        value: torch.Tensor = self.problem.values[position].detach()
+        return value.clone(memory_format=torch.contiguous_format)
+
+    def _outputs_at(self, position: int, value: torch.Tensor) -> torch.Tensor:
+        """The flat outputs with values[position] replaced by `value`, a tensor of our own."""
+        # Fresh copies each time, as full mode: a forward that writes into its inputs must
+        # not compound.
+        perturbed = [
+            a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+            for i, a in enumerate(self.problem.values)
+            if i != position
+        ]
+        perturbed.insert(
+            position, value.requires_grad_(self.problem.values[position].requires_grad)
+        )
+        with torch.no_grad(), user_code("forward"):
+            outputs = self.problem.evaluate(*perturbed)
+        self.forward_calls += 1
+        return _flat(outputs)
+
+    def _backward(self, v: torch.Tensor) -> dict[int, torch.Tensor]:
+        """vᵀJ for every position, flat, from one backward through the problem's graph."""
+        problem = self.problem
+        pieces = torch.split(v, [o.numel() for o in problem.outputs])
+        connected = [
+            (o, p.reshape(o.shape).to(o.dtype))
+            for o, p in zip(problem.outputs, pieces, strict=True)
+        ]
+        connected = [(o, p) for o, p in connected if o.requires_grad]
+        sources = [problem.values[p] for p in problem.positions]
+        grads: Sequence[torch.Tensor | None] = [None] * len(sources)
+        if connected:
+            with user_code(problem.phase):
+                grads = torch.autograd.grad(
+                    [o for o, _ in connected], sources, [p for _, p in connected],
+                    retain_graph=True, allow_unused=True,
+                )  # fmt: skip
+            self.backward_calls += 1
+        return {
+            p: torch.zeros(s.numel(), dtype=torch.float64)
+            if grad is None
+            else grad.detach().reshape(-1).to(torch.float64)
+            for p, s, grad in zip(problem.positions, sources, grads, strict=True)
+        }
+
+
+def _flat(outputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Outputs as one float64 vector, detached (no copy for a single float64 output)."""
+    pieces = [o.detach().reshape(-1).to(torch.float64) for o in outputs]
+    return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
+
+
+def _weights(size: int, generator: torch.Generator) -> torch.Tensor:
+    """±(1 + U[0, 1)): random signs, and magnitudes that neither vanish nor cancel exactly."""
+    uniform = torch.rand(size, generator=generator, dtype=torch.float64) * 2 - 1
+    return uniform + uniform.sign()
+
+
+def _cumulative_allowance(
+    projected: torch.Tensor, order: torch.Tensor, problem: Problem
+) -> torch.Tensor:
+    """Prefix sums of (atol + rtol·|projected entry|)², in `order`: a group's allowance is
+    the root of its share, the spread of within-tolerance errors under random signs."""
+    allowance = (problem.atol + problem.rtol * projected.abs()) ** 2
+    allowance = torch.nan_to_num(allowance, nan=0.0, posinf=0.0)
+    return torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(allowance[order], 0)])
+
+
+def _score(discrepancy: float, cumulative: torch.Tensor, low: int, high: int) -> float:
+    """How many allowances off a group is; a NaN discrepancy ranks first."""
+    if math.isnan(discrepancy):
+        return math.inf
+    allowance = math.sqrt(max(float(cumulative[high] - cumulative[low]), 0.0))
+    return abs(discrepancy) / max(allowance, 1e-300)
+
+
+def _between(value: float, left: float, right: float, atol: float, rtol: float) -> bool:
+    """Does `value` lie between the one-sided slopes (the rule of kinks.find_kinks)?"""
+    finite = [slope for slope in (left, right) if math.isfinite(slope)]
+    if len(finite) < 2:  # a jump to or from non-finite values: no slope to hold it to
+        return True
+    low, high = min(finite), max(finite)
+    slack = atol + rtol * max(abs(low), abs(high))
+    return low - slack <= value <= high + slack

@@ -1,0 +1,225 @@
+"""Project defaults from `[tool.gradverify]` in the nearest `pyproject.toml`.
+
+Precedence, most specific first: a command-line flag, then a key written in the spec, then
+this configuration, then gradverify's built-in default. Reading it never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gradverify.errors import GradverifyError, SpecIssue
+from gradverify.spec.load import SpecEntry
+from gradverify.spec.models import Tolerance
+from gradverify.spec.suggest import did_you_mean
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+SECTION = ("tool", "gradverify")
+DEFAULT_SPECS = ("specs",)
+
+
+class Settings(BaseModel):
+    """The keys of `[tool.gradverify]`; None means "not set here"."""
+
+    # Strict: TOML values are typed, so `jobs = "4"` or `timeout = true` is a mistake.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    specs: list[str] = Field(default_factory=lambda: list(DEFAULT_SPECS), min_length=1)
+    tolerance: Tolerance | None = None
+    mode: Literal["full", "randomized", "auto"] | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    jobs: int | None = Field(default=None, ge=0)
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settings in force, and the file they came from (None: built-in defaults)."""
+
+    settings: Settings
+    file: Path | None = None
+
+    @property
+    def root(self) -> Path:
+        """The directory spec paths are relative to: the config file's, or the cwd."""
+        return self.file.parent if self.file is not None else Path.cwd()
+
+    @property
+    def spec_paths(self) -> list[str]:
+        """The configured spec paths, as the user would type them from the cwd."""
+        return [_display(self.root / path) for path in self.settings.specs]
+
+    @property
+    def note(self) -> str | None:
+        """The line the report starts with, saying which configuration was used."""
+        return (
+            None if self.file is None else f"configuration: {_display(self.file)} [tool.gradverify]"
+        )
+
+
+class ConfigError(GradverifyError):
+    """A `[tool.gradverify]` that cannot be read or does not validate."""
+
+    def __init__(self, issues: list[SpecIssue]) -> None:
+        self.issues = issues
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return "\n".join(issue.render() for issue in self.issues)
+
+
+def find_pyproject(start: Path | None = None) -> Path | None:
+    """The nearest pyproject.toml in `start` (default: the cwd) or a directory above it."""
+    directory = (start or Path.cwd()).resolve()
+    for candidate in (directory, *directory.parents):
+        if (candidate / "pyproject.toml").is_file():
+            return candidate / "pyproject.toml"
+    return None
+
+
+def load_config(start: Path | None = None, formats: Sequence[str] = ()) -> Config:
+    """The configuration for a run from `start`; ConfigError names the file, line and key.
+
+    `formats` are the report formats `format` may name (not checked when empty).
+    """
+    file = find_pyproject(start)
+    if file is None:
+        return Config(Settings())
+    text = _read(file)
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        line, column = _toml_position(str(error))
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
+        raise ConfigError(
+            [SpecIssue(_display(file), line, column, "", f"invalid TOML: {message}")]
+        ) from None
+    section = document.get("tool", {}).get("gradverify")
+    if section is None:
+        return Config(Settings())
+    if not isinstance(section, dict):
+        raise ConfigError([_issue(file, text, (), "[tool.gradverify] must be a table")])
+    try:
+        settings = Settings.model_validate(section)
+    except ValidationError as error:
+        raise ConfigError(
+            [_validation_issue(file, text, item) for item in error.errors()]
+        ) from None
+    if settings.format is not None and formats and settings.format not in formats:
+        message = (
+            f"unknown format {settings.format!r}{did_you_mean(settings.format, formats)}; "
+            f"choose one of {', '.join(formats)}"
+        )
+        raise ConfigError([_issue(file, text, ("format",), message)])
+    return Config(settings, file)
+
+
+def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntry]:
+    """Entries with the configured tolerance, mode and timeout where their spec sets none.
+
+    A spec's own `tolerance` keeps every key it writes; the others come from the config.
+    """
+    settings = config.settings
+    updated = []
+    for entry in entries:
+        spec = entry.spec
+        written = spec.model_fields_set
+        update: dict[str, Any] = {}
+        if settings.tolerance is not None:
+            own = {key: getattr(spec.tolerance, key) for key in spec.tolerance.model_fields_set}
+            own = own if "tolerance" in written else {}
+            update["tolerance"] = settings.tolerance.model_copy(update=own)
+        if settings.mode is not None and "mode" not in written:
+            update["mode"] = settings.mode
+        if settings.timeout is not None and "timeout" not in written:
+            update["timeout"] = settings.timeout
+        updated.append(replace(entry, spec=spec.model_copy(update=update)) if update else entry)
+    return updated
+
+
+def _read(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(
+            [SpecIssue(_display(file), None, None, "", f"cannot read: {error}")]
+        ) from None
+
+
+def _validation_issue(file: Path, text: str, error: Any) -> SpecIssue:
+    path = tuple(str(part) for part in error["loc"] if not isinstance(part, int))
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        key = path[-1]
+        valid = set(
+            Tolerance.model_fields if path[:-1] == ("tolerance",) else Settings.model_fields
+        )
+        message = (
+            f"unknown key {key!r}{did_you_mean(key, valid)}; valid keys: {', '.join(sorted(valid))}"
+        )
+    else:
+        message = str(error["msg"]).removeprefix("Value error, ")
+    return _issue(file, text, path, message)
+
+
+def _issue(file: Path, text: str, path: tuple[str, ...], message: str) -> SpecIssue:
+    key_path = ".".join((*SECTION, *path))
+    return SpecIssue(_display(file), _line_of(text, path), None, key_path, message)
+
+
+def _line_of(text: str, path: tuple[str, ...]) -> int | None:
+    """The line that sets `path` under [tool.gradverify] (a key or a sub-table), if found.
+
+    tomllib keeps no positions, so this reads the lines: enough for the flat tables that
+    configurations are. The deepest match wins; failing any, the section's header.
+    """
+    inner: tuple[str, ...] | None = None  # the table being read, below [tool.gradverify]
+    section_line = None
+    best: tuple[int, int] | None = None  # (how many keys of `path` matched, line)
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        header = re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]", line)
+        key = re.match(r"([\w\-\"'. ]+?)\s*=", line)
+        if line.startswith("["):  # a table header; an array of tables is not ours
+            table = _dotted(header.group(1)) if header else ()
+            inner = table[len(SECTION) :] if table[: len(SECTION)] == SECTION else None
+            if table == SECTION:
+                section_line = number
+            names = inner
+        elif key and inner is not None:
+            names = (*inner, *_dotted(key.group(1)))
+        else:
+            continue
+        if names and path[: len(names)] == names and (best is None or len(names) > best[0]):
+            best = (len(names), number)
+    return best[1] if best else section_line
+
+
+def _dotted(key: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip("\"'") for part in key.split("."))
+
+
+def _toml_position(message: str) -> tuple[int | None, int | None]:
+    found = re.search(r"at line (\d+), column (\d+)", message)
+    return (int(found.group(1)), int(found.group(2))) if found else (None, None)
+
+
+def _display(path: Path) -> str:
+    """`path` as people type it from the cwd: relative when it is below the cwd or beside
+    one of its ancestors (`../../specs` from a sub-directory), else absolute."""
+    path, cwd = path.resolve(), Path.cwd().resolve()
+    if path.parent == cwd or path.parent in cwd.parents or cwd in path.parents:
+        return os.path.relpath(path, cwd)
+    return str(path)

@@ -1,0 +1,17 @@
+"""A unit of work: one case of one Function. Torch-free, so the parent process stays light."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gradverify.spec.load import SpecEntry
+
+
+@dataclass(frozen=True)
+class Task:
+    """One case of one Function, as sent to a worker."""
+
+    id: int
+    entry: SpecEntry
+    case: str
+    seed: int

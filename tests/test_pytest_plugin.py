@@ -1,0 +1,393 @@
+"""The pytest plugin, run by the real pytest through `pytester` in a temporary project."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import textwrap
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import gradverify.api
+import gradverify.engine
+import gradverify.plan
+import gradverify.report.text
+import gradverify.session
+
+# pytester restores sys.modules after each test, keeping only what was imported before it.
+# So torch (importing it twice crashes) and the gradverify modules the plugin imports lazily
+# (else a later run mixes fresh copies with stale ones) are imported before any test runs.
+PRELOADED = (
+    torch,
+    gradverify.api,
+    gradverify.report.text,
+    gradverify.engine,
+    gradverify.plan,
+    gradverify.session,
+)
+
+pytest_plugins = ["pytester"]
+# Patterns below are fnmatch patterns: "[[]" is a literal "[".
+
+FUNCTIONS = """
+import torch
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * 2 * x
+
+
+class SquareWrongSign(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return -grad_output * 2 * x
+
+
+class ReLU(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * (x > 0)
+"""
+
+CORRECT = """
+target: fns:Square
+checks: [forward, finite_difference, gradcheck, jvp]
+cases:
+  - name: vector
+    inputs: [{shape: [4]}]
+  - name: matrix
+    inputs: [{shape: [2, 3]}]
+"""
+
+BUGGY = """
+target: fns:SquareWrongSign
+checks: [forward, finite_difference, gradcheck]
+cases:
+  - name: vector
+    inputs: [{shape: [4]}]
+"""
+
+AT_KINK = """
+target: fns:ReLU
+checks: [finite_difference]
+cases:
+  - name: at_zero
+    inputs: [{values: [-1.0, 0.0, 2.0]}]
+"""
+
+
+INI = """
+[pytest]
+filterwarnings = ignore:Module already imported:pytest.PytestAssertRewriteWarning
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A user's project: a module of Functions and a directory of specs."""
+    pytester.makepyfile(fns=FUNCTIONS)
+    # Run in this process, pytest finds gradverify (the plugin's package) already imported.
+    pytester.makeini(INI)
+    specs = pytester.mkdir("specs")
+    (specs / "square.yaml").write_text(CORRECT, encoding="utf-8")
+    return pytester
+
+
+def add_spec(pytester: pytest.Pytester, name: str, text: str) -> None:
+    (pytester.path / "specs" / name).write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def test_a_correct_function_passes_one_item_per_target_case_and_check(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest("--gradverify", "specs", "-v", "-rs")
+    result.assert_outcomes(passed=6, skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            "specs/square.yaml::fns:Square::vector::forward PASSED*",
+            "specs/square.yaml::fns:Square::vector::finite_difference PASSED*",
+            "specs/square.yaml::fns:Square::matrix::gradcheck PASSED*",
+            "specs/square.yaml::fns:Square::matrix::jvp SKIPPED*",
+        ]
+    )
+    # A check that does not apply is a pytest skip, with gradverify's reason.
+    result.stdout.fnmatch_lines(["SKIPPED *the Function defines no jvp*"])
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_a_buggy_function_fails_with_the_clis_explanation(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_spec(project, "buggy.yaml", BUGGY)
+    monkeypatch.setenv("COLUMNS", "100")  # pytest's width, as the CLI's off a terminal
+    result = project.runpytest("--gradverify", "specs")
+    result.assert_outcomes(passed=7, skipped=2, failed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*_ fns:SquareWrongSign[[]vector]::finite_difference _*",
+            "gradient of argument 0 (x) is wrong at element *",
+            "fns:SquareWrongSign  case vector  specs/buggy.yaml:5",
+            "*finite_difference · argument 0 (x)*",
+            "*analytical *",
+            "*numerical *",
+            "*likely cause  the gradient has the opposite sign*",
+            "*_ fns:SquareWrongSign[[]vector]::gradcheck _*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["FAILED specs/buggy.yaml::fns:SquareWrongSign::vector::finite_difference - gradient*"]
+    )
+    from gradverify.cli import app
+
+    cli = CliRunner().invoke(
+        app, ["check", "specs/buggy.yaml", "--no-isolation", "--no-cache", "--seed", "0"]
+    )
+    assert cli.exit_code == 1, cli.output
+    panel = _panel(cli.output, "finite_difference")
+    assert panel and panel == _panel(result.stdout.str(), "finite_difference")
+
+
+def _panel(output: str, check: str) -> list[str]:
+    """The lines of the failure panel titled `check`, without trailing spaces."""
+    lines = [line.rstrip() for line in output.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"╭─ {check} "))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("╰"))
+    return lines[start : end + 1]
+
+
+def test_k_and_m_select_items_as_usual(project: pytest.Pytester) -> None:
+    add_spec(project, "buggy.yaml", BUGGY)
+    by_keyword = project.runpytest("--gradverify", "specs", "-k", "finite_difference", "-v")
+    by_keyword.assert_outcomes(passed=2, failed=1, deselected=8)
+    assert "::gradcheck" not in by_keyword.stdout.str()
+
+    by_case = project.runpytest("--gradverify", "specs", "-k", "Square and matrix")
+    by_case.assert_outcomes(passed=3, skipped=1, deselected=7)
+
+    by_marker = project.runpytest("--gradverify", "specs", "-m", "gradverify(check='gradcheck')")
+    by_marker.assert_outcomes(passed=2, failed=1, deselected=8)
+
+
+def test_a_warning_passes_as_a_pytest_warning(project: pytest.Pytester) -> None:
+    add_spec(project, "kink.yaml", AT_KINK)
+    result = project.runpytest("--gradverify", "specs/kink.yaml")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        ["*GradverifyWarning: fns:ReLU [[]at_zero] finite_difference (x): non-differentiable*"]
+    )
+    # `-W error` makes a project strict about them, as with any warning.
+    strict = project.runpytest(
+        "--gradverify", "specs/kink.yaml", "-W", "error::gradverify.GradverifyWarning"
+    )
+    strict.assert_outcomes(failed=1)
+
+
+def test_each_case_runs_once_for_all_its_items(project: pytest.Pytester) -> None:
+    # Count the plugin's runs through a wrapper around the real session.run.
+    project.makeconftest(
+        """
+        from gradverify import session
+
+        runs = []
+        original = session.run
+
+
+        def counting(entries, *args, **kwargs):
+            runs.extend(case.name for entry in entries for case in entry.spec.cases)
+            return original(entries, *args, **kwargs)
+
+
+        def pytest_configure(config):
+            session.run = counting
+
+
+        def pytest_unconfigure(config):
+            session.run = original
+            print(f"cases run: {sorted(runs)}")
+        """
+    )
+    result = project.runpytest("--gradverify", "specs", "-s")
+    result.assert_outcomes(passed=6, skipped=2)
+    result.stdout.fnmatch_lines(["cases run: [[]'matrix', 'vector']"])
+
+
+def test_a_target_that_cannot_load_fails_its_items_with_one_clear_message(
+    project: pytest.Pytester,
+) -> None:
+    add_spec(
+        project,
+        "typo.yaml",
+        """
+        target: fns:Sqaure
+        checks: [forward, gradcheck]
+        cases:
+          - name: vector
+            inputs: [{shape: [3]}]
+        """,
+    )
+    result = project.runpytest("--gradverify", "specs/typo.yaml")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["gradverify: cannot load target 'fns:Sqaure': 'fns' has no attribute 'Sqaure'*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_an_invalid_spec_is_a_collection_error_naming_file_line_and_key(
+    project: pytest.Pytester,
+) -> None:
+    add_spec(
+        project,
+        "bad.yaml",
+        """
+        target: fns:Square
+        cases:
+          - name: vector
+            inputs: [{shap: [3]}]
+        """,
+    )
+    result = project.runpytest("--gradverify", "specs")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["gradverify: specs/bad.yaml:5:*: cases[[]0].inputs[[]0].shap: unknown key 'shap'*"]
+    )
+
+
+def test_paths_come_from_the_ini_option_when_none_are_given(project: pytest.Pytester) -> None:
+    project.mkdir("more")
+    (project.path / "more" / "kink.yaml").write_text(AT_KINK, encoding="utf-8")
+    project.makeini(INI + "gradverify_paths = more\n")
+    result = project.runpytest("--gradverify")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["more/kink.yaml *"])
+
+
+def test_a_missing_path_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--gradverify", "nowhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gradverify: no such file or directory: *nowhere"])
+
+
+def test_works_with_xdist_as_the_readme_says(project: pytest.Pytester) -> None:
+    add_spec(project, "buggy.yaml", BUGGY)
+    (command,) = [c for c in readme_commands() if "-n" in c]
+    command = ["2" if word == "auto" else word for word in command]  # two workers suffice
+    result = project.runpytest_subprocess(*command[1:])
+    result.assert_outcomes(passed=7, skipped=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*likely cause  the gradient has the opposite sign*",
+            "FAILED specs/buggy.yaml::fns:SquareWrongSign::vector::gradcheck - *",
+        ]
+    )
+
+
+def test_the_plugin_is_inert_and_torch_free_without_the_option(
+    project: pytest.Pytester,
+) -> None:
+    project.makeconftest(
+        """
+        import sys
+
+
+        def pytest_unconfigure(config):
+            print(f"torch imported: {'torch' in sys.modules}")
+        """
+    )
+    project.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    plain = project.runpytest_subprocess("-s")
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["plugins:*gradverify-*", "torch imported: False"])
+    assert "--gradverify" in project.runpytest_subprocess("--help").stdout.str()
+
+    with_specs = project.runpytest_subprocess("-s", "--gradverify", "specs", "-k", "forward")
+    with_specs.assert_outcomes(passed=2, deselected=7)
+    with_specs.stdout.fnmatch_lines(["torch imported: True"])
+
+
+def test_collection_alone_does_not_import_torch(project: pytest.Pytester) -> None:
+    project.makeconftest(
+        """
+        import sys
+
+
+        def pytest_unconfigure(config):
+            print(f"torch imported: {'torch' in sys.modules}")
+        """
+    )
+    result = project.runpytest_subprocess("--gradverify", "specs", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        ["specs/square.yaml::fns:Square::vector::forward", "8 tests collected*"]
+    )
+    result.stdout.fnmatch_lines(["torch imported: False"])
+
+
+def test_the_readme_commands_run(project: pytest.Pytester) -> None:
+    commands = [c for c in readme_commands() if "-n" not in c]
+    assert len(commands) == 3
+    for command in commands:
+        assert command[:3] == ["pytest", "--gradverify", "specs/"]
+        result = project.runpytest(*command[1:])
+        assert result.ret == pytest.ExitCode.OK, command
+        assert result.parseoutcomes()["passed"] >= 2, command
+
+
+def test_the_readme_ini_runs_the_specs_with_the_other_tests(project: pytest.Pytester) -> None:
+    (ini,) = _code_blocks(readme_section(), "ini")
+    project.makeini(INI + ini.split("[pytest]", 1)[1])
+    (project.path / "specs" / "kink.yaml").write_text(AT_KINK, encoding="utf-8")
+    project.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    from_addopts = project.runpytest("test_plain.py")  # addopts' --gradverify=specs
+    from_addopts.assert_outcomes(passed=8, skipped=2, warnings=1)
+    from_ini = project.runpytest("--gradverify", "-k", "kink or plain")  # gradverify_paths
+    from_ini.assert_outcomes(passed=2, deselected=8, warnings=1)
+
+
+def test_the_readme_python_example_passes(pytester: pytest.Pytester) -> None:
+    (example,) = _code_blocks(readme_section(), "python")
+    pytester.makeini(INI)
+    pytester.makepyfile(test_readme_example=example)
+    result = pytester.runpytest("-W", "error::gradverify.GradverifyWarning")
+    result.assert_outcomes(passed=2)
+
+
+def readme_section() -> str:
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^## pytest plugin and Python API$(.*?)(?=^## )", readme, re.M | re.S)
+    assert match, "README has no section 'pytest plugin and Python API'"
+    return match.group(1)
+
+
+def readme_commands() -> list[list[str]]:
+    """The pytest command lines of the section's shell snippet, without comments."""
+    (shell,) = _code_blocks(readme_section(), "sh")
+    return [shlex.split(line, comments=True) for line in shell.splitlines() if line.strip()]
+
+
+def _code_blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, re.M | re.S)
