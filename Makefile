@@ -37,7 +37,7 @@ test: install-dev
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 lint: install-dev
 	$(BIN)/ruff check .

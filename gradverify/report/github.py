@@ -9,7 +9,7 @@ is one annotation naming all of them: GitHub shows only the first ten errors of 
 
 from __future__ import annotations
 
-from gradverify.report.junit import explanation, relative_path
+from gradverify.report.evidence import explanation, relative_path
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report, Result, Status
 

@@ -12,8 +12,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
+from gradverify.report.evidence import argument, explanation, relative_path
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report, Result, Status
 
@@ -44,61 +44,6 @@ def render(report: Report, options: RenderOptions | None = None) -> str:
     root.extend(suites.values())
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def explanation(result: Result) -> list[str]:
-    """The message, the evidence and the details of a result, as plain lines."""
-    lines = [result.message, *(f"{label}: {value}" for label, value in evidence(result))]
-    return lines + list(result.details)
-
-
-def evidence(result: Result) -> Iterator[tuple[str, str]]:
-    """(label, value) pairs that say where and how a result went wrong."""
-    if result.input_index is not None:
-        yield "argument", argument(result)
-    if result.output_index is not None:
-        yield "output", str(result.output_index)
-    if result.element is not None:
-        yield "element", str(list(result.element))
-    if result.analytical is not None:
-        yield "analytical", f"{result.analytical:.8g}"
-    if result.numerical is not None:
-        yield "numerical", f"{result.numerical:.8g}"
-    if result.max_abs_error is not None:
-        errors = f"max abs {result.max_abs_error:.3g}"
-        if result.max_rel_error is not None:
-            errors += f", max rel {result.max_rel_error:.3g}"
-        if result.mismatched and result.total:
-            errors += f"; {result.mismatched} of {result.total} entries off"
-        yield "error", errors
-    if result.hint:
-        yield "likely cause", result.hint
-    if result.rule is not None:
-        yield "rule", result.rule
-    if result.source_file is not None:
-        yield "source", _place(relative_path(result.source_file), result.source_line)
-    if result.spec_file is not None:
-        yield "spec", _place(relative_path(result.spec_file), result.spec_line)
-    for note in result.notes:
-        yield "note", note
-
-
-def argument(result: Result) -> str:
-    """`1 (beta)`: the position among forward's arguments, and the name when known."""
-    name = f" ({result.input_name})" if result.input_name else ""
-    return f"{result.input_index}{name}"
-
-
-def relative_path(path: str) -> str:
-    """`path` relative to the current directory when it lies below it, else as given."""
-    given = Path(path)
-    if not given.is_absolute():
-        return given.as_posix()
-    for base in (Path.cwd(), Path.cwd().resolve()):
-        for candidate in (given, given.resolve()):
-            if candidate.is_relative_to(base):
-                return candidate.relative_to(base).as_posix()
-    return given.as_posix()
 
 
 def _suite(target: str, results: list[Result]) -> ET.Element:
@@ -174,10 +119,6 @@ def _add_output(element: ET.Element, lines: list[str]) -> None:
     if output is None:
         output = ET.SubElement(element, "system-out")
     output.text = _xml("\n".join(filter(None, [output.text, *lines])))
-
-
-def _place(file: str, line: int | None) -> str:
-    return f"{file}:{line}" if line else file
 
 
 def _seconds(results: Iterable[Result]) -> str:

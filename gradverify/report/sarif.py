@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gradverify._version import __version__
-from gradverify.report.junit import explanation, relative_path
+from gradverify.report.evidence import explanation, relative_path
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report, Result, Status
 from gradverify.spec.models import CHECK_IDS

@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from gradverify.report.evidence import evidence
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report, Result, Status
 
@@ -131,36 +132,8 @@ def _subject(result: Result) -> str:
 
 
 def _evidence(result: Result) -> Iterable[tuple[str, str]]:
-    if result.input_index is not None:
-        yield "argument", _subject(result).removeprefix("argument ")
-    if result.output_index is not None:
-        yield "output", str(result.output_index)
-    if result.element is not None:
-        yield "element", str(list(result.element))
-    if result.analytical is not None:
-        yield "analytical", f"{result.analytical:.8g}"
-    if result.numerical is not None:
-        yield "numerical", f"{result.numerical:.8g}"
-    if result.max_abs_error is not None:
-        errors = f"max abs {result.max_abs_error:.3g}"
-        if result.max_rel_error is not None:
-            errors += f", max rel {result.max_rel_error:.3g}"
-        if result.mismatched and result.total:
-            errors += f"; {result.mismatched} of {result.total} entries off"
-        yield "error", errors
-    if result.source_file is not None:
-        where = (
-            f"{result.source_file}:{result.source_line}"
-            if result.source_line
-            else result.source_file
-        )
-        yield "source", where
-    if result.rule is not None:
-        yield "rule", result.rule
-    if result.hint:
-        yield "likely cause", result.hint
-    for note in result.notes:
-        yield "note", note
+    """The shared evidence, less the spec location the case's title already shows."""
+    return ((label, value) for label, value in evidence(result) if label != "spec")
 
 
 def _location(result: Result) -> str:

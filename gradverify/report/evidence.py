@@ -1,0 +1,67 @@
+"""What a result says, as (label, value) lines: shared by every renderer that explains."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from gradverify.results import Result
+
+
+def explanation(result: Result) -> list[str]:
+    """The message, the evidence and the details of a result, as plain lines."""
+    lines = [result.message, *(f"{label}: {value}" for label, value in evidence(result))]
+    return lines + list(result.details)
+
+
+def evidence(result: Result) -> Iterator[tuple[str, str]]:
+    """(label, value) pairs that say where and how a result went wrong."""
+    if result.input_index is not None:
+        yield "argument", argument(result)
+    if result.output_index is not None:
+        yield "output", str(result.output_index)
+    if result.element is not None:
+        yield "element", str(list(result.element))
+    if result.analytical is not None:
+        yield "analytical", f"{result.analytical:.8g}"
+    if result.numerical is not None:
+        yield "numerical", f"{result.numerical:.8g}"
+    if result.max_abs_error is not None:
+        errors = f"max abs {result.max_abs_error:.3g}"
+        if result.max_rel_error is not None:
+            errors += f", max rel {result.max_rel_error:.3g}"
+        if result.mismatched and result.total:
+            errors += f"; {result.mismatched} of {result.total} entries off"
+        yield "error", errors
+    if result.hint:
+        yield "likely cause", result.hint
+    if result.rule is not None:
+        yield "rule", result.rule
+    if result.source_file is not None:
+        yield "source", _place(relative_path(result.source_file), result.source_line)
+    if result.spec_file is not None:
+        yield "spec", _place(relative_path(result.spec_file), result.spec_line)
+    for note in result.notes:
+        yield "note", note
+
+
+def argument(result: Result) -> str:
+    """`1 (beta)`: the position among forward's arguments, and the name when known."""
+    name = f" ({result.input_name})" if result.input_name else ""
+    return f"{result.input_index}{name}"
+
+
+def relative_path(path: str) -> str:
+    """`path` relative to the current directory when it lies below it, else as given."""
+    given = Path(path)
+    if not given.is_absolute():
+        return given.as_posix()
+    for base in (Path.cwd(), Path.cwd().resolve()):
+        for candidate in (given, given.resolve()):
+            if candidate.is_relative_to(base):
+                return candidate.relative_to(base).as_posix()
+    return given.as_posix()
+
+
+def _place(file: str, line: int | None) -> str:
+    return f"{file}:{line}" if line else file
