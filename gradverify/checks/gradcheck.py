@@ -37,6 +37,7 @@ from gradverify.checks.modes import (
 from gradverify.checks.randomized import Localizer
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
+    held_fixed_verdict,
     parse_mismatch,
     tensor_outputs,
 )
@@ -114,19 +115,15 @@ class GradcheckCheck:
         if not masks:  # our own comparison cannot reproduce torch's complaint
             return [headline]
         again = run_gradcheck(context, hold_fixed(context.target.call, arguments, masks), arguments)
-        if again is not None:
-            text, hint = explain_other_failure(again)
-            return [context.result(
-                self.id, Status.FAIL,
-                f"gradcheck fails even with the non-differentiable elements held fixed: {text}",
-                hint=hint, notes=notes,
-            )]  # fmt: skip
-        held = (*notes, "gradcheck passes with the non-differentiable elements held fixed")
-        return [
-            kink_warning(context, self.id, i, blocks, assessments[i].admitted,
-                         assessments[i].comparison, held)
-            for i in masks
-        ]  # fmt: skip
+
+        def warnings(held: tuple[str, ...]) -> list[Result]:
+            return [
+                kink_warning(context, self.id, i, blocks, assessments[i].admitted,
+                             assessments[i].comparison, held)
+                for i in masks
+            ]  # fmt: skip
+
+        return held_fixed_verdict(context, self.id, again, notes, warnings)
 
     def _randomized_failure(
         self,
@@ -165,17 +162,14 @@ class GradcheckCheck:
             return [headline]
         held = hold_fixed(context.target.call, arguments, masks)
         again = run_gradcheck(context, held, arguments, fast_mode=True)
-        if again is not None:
-            text, hint = explain_other_failure(again)
-            return [context.result(
-                self.id, Status.FAIL,
-                f"gradcheck fails even with the non-differentiable elements held fixed: {text}",
-                hint=hint, notes=notes,
-            )]  # fmt: skip
-        held_note = (*notes, "gradcheck passes with the non-differentiable elements held fixed")
-        return [
-            randomized_kink_warning(context, self.id, problem, exams[i], held_note) for i in masks
-        ]
+
+        def warnings(held_note: tuple[str, ...]) -> list[Result]:
+            return [
+                randomized_kink_warning(context, self.id, problem, exams[i], held_note)
+                for i in masks
+            ]
+
+        return held_fixed_verdict(context, self.id, again, notes, warnings)
 
 
 def run_gradcheck(

@@ -36,6 +36,7 @@ from gradverify.checks.randomized import Examination, Localizer, Problem
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
     first_order_grads,
+    held_fixed_verdict,
     parse_mismatch,
     tensor_outputs,
 )
@@ -187,19 +188,15 @@ class GradgradcheckCheck:
             ]
         held = hold_fixed(context.target.call, arguments, masks)
         again = self._gradgradcheck(context, held, arguments, grad_outputs)
-        if again is not None:
-            text, other_hint = explain_other_failure(again)
-            return [context.result(
-                self.id, Status.FAIL,
-                f"gradgradcheck fails even with the non-differentiable elements held fixed: {text}",
-                hint=other_hint or hint, notes=notes,
-            )]  # fmt: skip
-        held_note = (*notes, "gradgradcheck passes with the non-differentiable elements held fixed")
-        return [
-            kink_warning(context, self.id, p, blocks, assessments[p].admitted,
-                         assessments[p].comparison, held_note)
-            for p in masks
-        ]  # fmt: skip
+
+        def warnings(held_note: tuple[str, ...]) -> list[Result]:
+            return [
+                kink_warning(context, self.id, p, blocks, assessments[p].admitted,
+                             assessments[p].comparison, held_note)
+                for p in masks
+            ]  # fmt: skip
+
+        return held_fixed_verdict(context, self.id, again, notes, warnings, hint)
 
     def _randomized_failure(
         self,
@@ -243,17 +240,14 @@ class GradgradcheckCheck:
             return [headline]
         held = hold_fixed(context.target.call, arguments, masks)
         again = self._gradgradcheck(context, held, arguments, grad_outputs, True)
-        if again is not None:
-            text, other_hint = explain_other_failure(again)
-            return [context.result(
-                self.id, Status.FAIL,
-                f"gradgradcheck fails even with the non-differentiable elements held fixed: {text}",
-                hint=other_hint or hint, notes=notes,
-            )]  # fmt: skip
-        held_note = (*notes, "gradgradcheck passes with the non-differentiable elements held fixed")
-        return [
-            randomized_kink_warning(context, self.id, problem, exams[p], held_note) for p in masks
-        ]
+
+        def warnings(held_note: tuple[str, ...]) -> list[Result]:
+            return [
+                randomized_kink_warning(context, self.id, problem, exams[p], held_note)
+                for p in masks
+            ]
+
+        return held_fixed_verdict(context, self.id, again, notes, warnings, hint)
 
     def _randomized_search(
         self,

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from gradverify.checks.base import call_forward
+from gradverify.checks.base import CaseContext, call_forward
+from gradverify.results import Result, Status
 
 _MISMATCH = re.compile(
     r"Jacobian (?:computed with forward mode )?mismatch for output (\d+) with respect to input (\d+)"
@@ -91,3 +92,22 @@ def first_order_grads(
         return [(index, g) for index, g in zip(wrt, produced, strict=True) if g is not None]
 
     return grads
+
+
+def held_fixed_verdict(
+    context: CaseContext,
+    check: str,
+    again: str | None,
+    notes: tuple[str, ...],
+    warnings: Callable[[tuple[str, ...]], list[Result]],
+    hint: str | None = None,
+) -> list[Result]:
+    """After torch's checker ran again with the kinks held fixed: `again` is its complaint.
+
+    Still failing is a fail, whatever the kinks; passing leaves only the kink warnings.
+    """
+    if again is not None:
+        text, other_hint = explain_other_failure(again)
+        message = f"{check} fails even with the non-differentiable elements held fixed: {text}"
+        return [context.result(check, Status.FAIL, message, hint=other_hint or hint, notes=notes)]
+    return warnings((*notes, f"{check} passes with the non-differentiable elements held fixed"))
