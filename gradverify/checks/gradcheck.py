@@ -79,6 +79,35 @@ class GradcheckCheck:
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
 
+    def _headline(
+        self,
+        context: CaseContext,
+        message: str,
+        wrt: list[int],
+        notes: tuple[str, ...],
+        fast: bool,
+    ) -> tuple[Result, bool]:
+        """torch's complaint as a failure, and whether it is a Jacobian mismatch to localize."""
+        mismatch = parse_mismatch(message)
+        if mismatch is None or mismatch.input >= len(wrt):
+            text, hint = explain_other_failure(message)
+            return context.result(
+                self.id, Status.FAIL, f"gradcheck: {text}", hint=hint, notes=notes
+            ), False
+        index = wrt[mismatch.input]
+        what = (
+            "gradcheck (fast_mode): mismatch of the projected Jacobian vᵀJu for"
+            if fast
+            else "gradcheck: Jacobian mismatch for"
+        )
+        headline = context.result(
+            self.id, Status.FAIL,
+            f"{what} {context.describe_argument(index)} (torch's output {mismatch.output}, "
+            f"input {mismatch.input})",
+            input_index=index, notes=notes,
+        )  # fmt: skip
+        return headline, True
+
     def _failure(
         self,
         context: CaseContext,
@@ -87,19 +116,9 @@ class GradcheckCheck:
         wrt: list[int],
         notes: tuple[str, ...],
     ) -> list[Result]:
-        mismatch = parse_mismatch(message)
-        if mismatch is None or mismatch.input >= len(wrt):
-            text, hint = explain_other_failure(message)
-            return [
-                context.result(self.id, Status.FAIL, f"gradcheck: {text}", hint=hint, notes=notes)
-            ]
-        index = wrt[mismatch.input]
-        headline = context.result(
-            self.id, Status.FAIL,
-            f"gradcheck: Jacobian mismatch for {context.describe_argument(index)} "
-            f"(torch's output {mismatch.output}, input {mismatch.input})",
-            input_index=index, notes=notes,
-        )  # fmt: skip
+        headline, is_mismatch = self._headline(context, message, wrt, notes, fast=False)
+        if not is_mismatch:
+            return [headline]
         blocks = jacobian_blocks(context, arguments, wrt)
         if blocks is None:
             return [headline]
@@ -134,20 +153,9 @@ class GradcheckCheck:
         notes: tuple[str, ...],
     ) -> list[Result]:
         """As `_failure`, with group testing on random projections for full Jacobians."""
-        mismatch = parse_mismatch(message)
-        if mismatch is None or mismatch.input >= len(wrt):
-            text, hint = explain_other_failure(message)
-            return [
-                context.result(self.id, Status.FAIL, f"gradcheck: {text}", hint=hint, notes=notes)
-            ]
-        index = wrt[mismatch.input]
-        headline = context.result(
-            self.id, Status.FAIL,
-            f"gradcheck (fast_mode): mismatch of the projected Jacobian vᵀJu for "
-            f"{context.describe_argument(index)} (torch's output {mismatch.output}, input "
-            f"{mismatch.input})",
-            input_index=index, notes=notes,
-        )  # fmt: skip
+        headline, is_mismatch = self._headline(context, message, wrt, notes, fast=True)
+        if not is_mismatch:
+            return [headline]
         problem = first_order_problem(context, arguments, wrt)
         if problem is None or problem.complex:
             return [headline]
