@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from gradverify.checks.base import UserCodeError, call_forward
-from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows
+from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows, samples_along
 from gradverify.inputs import fresh_copies, redraw_values
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
 from gradverify.target import Target
@@ -124,21 +124,6 @@ def near_kinks(
             half = len(group) // 2
             groups += [group[half:], group[:half]]
     return sorted(near)
-
-
-def samples_along(
-    evaluate: Any, arguments: Sequence[Any], index: int, direction: torch.Tensor, eps: float
-) -> torch.Tensor:
-    """Outputs (concatenated, flat) at x + offset·eps·direction for each of OFFSETS."""
-    base = arguments[index].detach()
-    rows = []
-    for offset in OFFSETS:
-        perturbed = list(arguments)
-        perturbed[index] = base + (offset * eps) * direction.reshape(base.shape)
-        with torch.no_grad():
-            outputs = evaluate(*perturbed)
-        rows.append(torch.cat([o.detach().reshape(-1).to(torch.float64) for o in outputs]))
-    return torch.stack(rows)
 
 
 def _crosses_kink(values: torch.Tensor, spec: FunctionSpec) -> bool:

@@ -12,13 +12,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result
+from gradverify.checks.base import CaseContext, UserCodeError, crash_result
 from gradverify.checks.compare import Comparison, compare
 from gradverify.checks.diagnosis import diagnose
 from gradverify.checks.jacobian import (
     OutputLayout,
     analytical_jacobians,
-    differentiable_outputs,
+    forward_selection,
     numerical_jacobian,
     unravel,
 )
@@ -138,22 +138,15 @@ def jacobian_blocks(
     context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int]
 ) -> Blocks | None:
     """Analytical and numerical Jacobians of every differentiable output w.r.t. each of `wrt`."""
-    outputs = call_forward(context.target.call, arguments)
-    selected = differentiable_outputs(outputs)
-    if not selected:
+    selection = forward_selection(context.target.call, arguments)
+    if selection is None:
         return None
-    layout = OutputLayout(tuple(i for i, _ in selected), tuple(tuple(o.shape) for _, o in selected))
-
-    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
-        produced = call_forward(context.target.call, perturbed)
-        return [produced[i] for i in layout.indices]
-
-    analytical = analytical_jacobians([o for _, o in selected], arguments, wrt)
+    analytical = analytical_jacobians(list(selection.outputs), arguments, wrt)
     numerical = {
-        index: numerical_jacobian(evaluate, arguments, index, context.tolerance.eps)
+        index: numerical_jacobian(selection.evaluate, arguments, index, context.tolerance.eps)
         for index in wrt
     }
-    return Blocks(tuple(arguments), layout, analytical, numerical, evaluate)
+    return Blocks(tuple(arguments), selection.layout, analytical, numerical, selection.evaluate)
 
 
 def assess(context: CaseContext, index: int, blocks: Blocks) -> Assessment:

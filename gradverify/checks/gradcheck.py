@@ -12,13 +12,11 @@ and a failure is localized by group testing (`checks/randomized.py`) instead of 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any, ClassVar
 
 import torch
-from torch.autograd.gradcheck import GradcheckError
 
-from gradverify.checks.base import CaseContext, UserCodeError, crash_result, user_code
+from gradverify.checks.base import CaseContext, UserCodeError, crash_result
 from gradverify.checks.finite_difference import (
     assess,
     jacobian_blocks,
@@ -32,14 +30,13 @@ from gradverify.checks.modes import (
     randomized_failure,
     randomized_kink_warning,
     resolve_mode,
-    without_slow_mode_fallback,
 )
 from gradverify.checks.randomized import Localizer
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
     held_fixed_verdict,
     parse_mismatch,
-    tensor_outputs,
+    torch_complaint,
 )
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
@@ -187,17 +184,4 @@ def run_gradcheck(
     fast_mode: bool = False,
 ) -> str | None:
     """torch's gradcheck on `call`: None if it passes, else its failure message."""
-    tol = context.tolerance
-    fallback = without_slow_mode_fallback() if fast_mode else nullcontext()
-    try:
-        with user_code("gradcheck"), fallback:
-            torch.autograd.gradcheck(
-                tensor_outputs(call), arguments,
-                eps=tol.eps, atol=tol.atol, rtol=tol.rtol, nondet_tol=tol.nondet_tol,
-                fast_mode=fast_mode,
-            )  # fmt: skip
-    except UserCodeError as error:
-        if isinstance(error.error, GradcheckError):
-            return str(error.error)
-        raise
-    return None
+    return torch_complaint(context, "gradcheck", call, arguments, fast_mode=fast_mode)

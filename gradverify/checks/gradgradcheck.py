@@ -7,13 +7,11 @@ localized by group testing (`checks/randomized.py`) instead of full second-order
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from typing import Any, ClassVar
 
 import torch
-from torch.autograd.gradcheck import GradcheckError
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result
 from gradverify.checks.compare import Comparison
 from gradverify.checks.finite_difference import Blocks, assess, kink_warning, promotion_notes
 from gradverify.checks.gradcheck import MODE_SKIPS
@@ -30,15 +28,14 @@ from gradverify.checks.modes import (
     resolve_mode,
     search_notes,
     second_order_problem,
-    without_slow_mode_fallback,
 )
 from gradverify.checks.randomized import Examination, Localizer, Problem
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
-    first_order_grads,
+    gradient_selection,
     held_fixed_verdict,
     parse_mismatch,
-    tensor_outputs,
+    torch_complaint,
 )
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
@@ -128,20 +125,9 @@ class GradgradcheckCheck:
         fast_mode: bool = False,
     ) -> str | None:
         """torch's gradgradcheck: None if it passes, else its failure message."""
-        tol = context.tolerance
-        fallback = without_slow_mode_fallback() if fast_mode else nullcontext()
-        try:
-            with user_code("gradgradcheck"), fallback:
-                torch.autograd.gradgradcheck(
-                    tensor_outputs(call), arguments, grad_outputs,
-                    eps=tol.eps, atol=tol.atol, rtol=tol.rtol, nondet_tol=tol.nondet_tol,
-                    fast_mode=fast_mode,
-                )  # fmt: skip
-        except UserCodeError as error:
-            if isinstance(error.error, GradcheckError):
-                return str(error.error)
-            raise
-        return None
+        return torch_complaint(
+            context, "gradgradcheck", call, arguments, grad_outputs, fast_mode=fast_mode
+        )
 
     def _failure(
         self,
@@ -381,21 +367,13 @@ def second_order_blocks(
     The rows are the elements of every non-None gradient (OutputLayout.indices names the
     argument each gradient belongs to); positions index `arguments + grad_outputs`.
     """
-    grads = first_order_grads(context.target.call, len(arguments), wrt)
+    selection = gradient_selection(context.target.call, arguments, wrt, grad_outputs)
     values = (*arguments, *grad_outputs)
-    with user_code("backward"):
-        produced = grads(*values)
-    layout = OutputLayout(
-        tuple(index for index, _ in produced), tuple(tuple(g.shape) for _, g in produced)
-    )
-
-    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
-        return [gradient for _, gradient in grads(*perturbed)]
-
     # torch's input j counts the arguments that require grad, then the grad_outputs.
     positions = [*wrt, *range(len(arguments), len(values))]
-    analytical = analytical_jacobians([g for _, g in produced], values, positions)
+    analytical = analytical_jacobians(list(selection.outputs), values, positions)
     numerical = {
-        p: numerical_jacobian(evaluate, values, p, context.tolerance.eps) for p in positions
+        p: numerical_jacobian(selection.evaluate, values, p, context.tolerance.eps)
+        for p in positions
     }
-    return Blocks(values, layout, analytical, numerical, evaluate), positions
+    return Blocks(values, selection.layout, analytical, numerical, selection.evaluate), positions

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from gradverify.checks.base import user_code
+from gradverify.checks.base import call_forward, user_code
 
 OutputFn = Callable[..., Sequence[torch.Tensor]]
 
@@ -133,3 +133,26 @@ def _evaluate(
     with torch.no_grad(), user_code(phase):
         outputs = function(*perturbed)
     return torch.cat([output.detach().reshape(-1).to(value.dtype) for output in outputs])
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outputs a Jacobian's rows stand for, and how to compute them at other arguments."""
+
+    layout: OutputLayout
+    outputs: tuple[torch.Tensor, ...]
+    evaluate: Callable[..., list[torch.Tensor]]
+
+
+def forward_selection(call: Callable[..., Any], arguments: Sequence[Any]) -> Selection | None:
+    """forward's differentiable outputs (None: there are none)."""
+    selected = differentiable_outputs(call_forward(call, arguments))
+    if not selected:
+        return None
+    layout = OutputLayout(tuple(i for i, _ in selected), tuple(tuple(o.shape) for _, o in selected))
+
+    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
+        produced = call_forward(call, perturbed)
+        return [produced[i] for i in layout.indices]
+
+    return Selection(layout, tuple(o for _, o in selected), evaluate)

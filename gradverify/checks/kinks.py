@@ -12,6 +12,7 @@ still wrong.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,15 +60,21 @@ def samples(
     evaluate: Evaluate, arguments: Sequence[Any], index: int, column: int, eps: float
 ) -> torch.Tensor:
     """Outputs (concatenated, flat) at the OFFSETS along one coordinate: [len(OFFSETS), rows]."""
-    base = arguments[index].detach().clone().contiguous()
-    flat = base.view(-1)
-    original = flat[column].item()
+    along = torch.zeros(arguments[index].numel(), dtype=arguments[index].dtype)
+    along[column] = 1.0
+    return samples_along(evaluate, arguments, index, along, eps)
+
+
+def samples_along(
+    evaluate: Evaluate, arguments: Sequence[Any], index: int, direction: torch.Tensor, eps: float
+) -> torch.Tensor:
+    """Outputs (concatenated, flat) at x + offset·eps·direction for each of the OFFSETS."""
+    base = arguments[index].detach()
+    step = direction.reshape(base.shape).to(base.dtype)
     rows = []
     for offset in OFFSETS:
-        moved = base.clone()
-        moved.view(-1)[column] = original + offset * eps
         perturbed = list(arguments)
-        perturbed[index] = moved
+        perturbed[index] = base + (offset * eps) * step
         with torch.no_grad():
             outputs = evaluate(*perturbed)
         rows.append(torch.cat([o.detach().reshape(-1).to(torch.float64) for o in outputs]))
@@ -107,22 +114,32 @@ def find_kinks(
         tolerance = atol + rtol * numerical[:, column].abs().to(torch.float64)
         flagged = nondifferentiable_rows(values, eps, tolerance)
         for row in rows.tolist():
-            if not flagged[row]:
-                continue
-            # The outer half-steps: their slopes stay those of each side even when x sits
-            # exactly on a jump (sign(x) at 0), where (f(x) - f(x-eps))/eps would be the jump.
-            half = eps * (OFFSETS[1] - OFFSETS[0])
-            left = float((values[1, row] - values[0, row]) / half)
-            right = float((values[-1, row] - values[-2, row]) / half)
-            value = float(analytical[row, column])
-            kinks.append(
-                Kink(row, column, left, right, value, _between(value, left, right, atol, rtol))
-            )
+            if flagged[row]:
+                value = float(analytical[row, column])
+                kinks.append(kink_at(values, row, column, value, eps, atol, rtol))
     return kinks
 
 
+def kink_at(
+    values: torch.Tensor,
+    row: int,
+    column: int,
+    analytical: float,
+    eps: float,
+    atol: float,
+    rtol: float,
+) -> Kink:
+    """The Kink that `samples` show at (row, column), judged against `analytical`."""
+    # The outer half-steps: their slopes stay those of each side even when x sits
+    # exactly on a jump (sign(x) at 0), where (f(x) - f(x-eps))/eps would be the jump.
+    half = eps * (OFFSETS[1] - OFFSETS[0])
+    left = float((values[1, row] - values[0, row]) / half)
+    right = float((values[-1, row] - values[-2, row]) / half)
+    return Kink(row, column, left, right, analytical, _between(analytical, left, right, atol, rtol))
+
+
 def _between(value: float, left: float, right: float, atol: float, rtol: float) -> bool:
-    finite = [slope for slope in (left, right) if slope == slope and abs(slope) != float("inf")]
+    finite = [slope for slope in (left, right) if math.isfinite(slope)]
     if len(finite) < 2:  # a jump to or from non-finite values: no slope to hold it to
         return True
     low, high = min(finite), max(finite)

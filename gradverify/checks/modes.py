@@ -19,19 +19,21 @@ a second per check and names every wrong entry, so it stays the default there.
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, user_code
-from gradverify.checks.jacobian import OutputLayout, differentiable_outputs, unravel
+from gradverify.checks.base import CaseContext, UserCodeError, call_forward
+from gradverify.checks.jacobian import (
+    differentiable_outputs,
+    forward_selection,
+    unravel,
+)
 from gradverify.checks.randomized import PROJECTIONS, Entry, Examination, Problem
-from gradverify.checks.torch_gradcheck import first_order_grads
+from gradverify.checks.torch_gradcheck import gradient_selection
 from gradverify.inputs import differentiable_indices
 from gradverify.results import Result, Status
 
@@ -79,19 +81,12 @@ def first_order_problem(
 ) -> Problem | None:
     """forward's differentiable outputs as a function of its arguments (None: there are none)."""
     with torch.enable_grad():
-        outputs = call_forward(context.target.call, arguments)
-    selected = differentiable_outputs(outputs)
-    if not selected:
+        selection = forward_selection(context.target.call, arguments)
+    if selection is None:
         return None
-    layout = OutputLayout(tuple(i for i, _ in selected), tuple(tuple(o.shape) for _, o in selected))
-
-    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
-        produced = call_forward(context.target.call, perturbed)
-        return [produced[i] for i in layout.indices]
-
     tol = context.tolerance
     return Problem(
-        evaluate, tuple(arguments), tuple(wrt), tuple(o for _, o in selected), layout,
+        selection.evaluate, tuple(arguments), tuple(wrt), selection.outputs, selection.layout,
         tol.eps, tol.atol, tol.rtol,
     )  # fmt: skip
 
@@ -104,47 +99,16 @@ def second_order_problem(
 ) -> Problem | None:
     """The first-order gradients as a function of the arguments and grad_outputs, as
     `second_order_blocks` sees them, for randomized mode (None: no gradient at all)."""
-    grads = first_order_grads(context.target.call, len(arguments), wrt)
-    values = (*arguments, *grad_outputs)
-    with user_code("backward"):
-        produced = grads(*values)
-    if not produced:
+    selection = gradient_selection(context.target.call, arguments, wrt, grad_outputs)
+    if not selection.outputs:
         return None
-    layout = OutputLayout(
-        tuple(index for index, _ in produced), tuple(tuple(g.shape) for _, g in produced)
-    )
-
-    def evaluate(*perturbed: Any) -> list[torch.Tensor]:
-        return [gradient for _, gradient in grads(*perturbed)]
-
+    values = (*arguments, *grad_outputs)
     tol = context.tolerance
     positions = (*wrt, *range(len(arguments), len(values)))
     return Problem(
-        evaluate, values, positions, tuple(g for _, g in produced), layout,
+        selection.evaluate, values, positions, selection.outputs, selection.layout,
         tol.eps, tol.atol, tol.rtol,
     )  # fmt: skip
-
-
-@contextmanager
-def without_slow_mode_fallback() -> Iterator[None]:
-    """torch's fast gradcheck without the full Jacobians it builds to word a failure.
-
-    On a mismatch, torch's fast mode reruns slow mode (`_run_slow_mode_and_get_error`) to
-    print both Jacobians: two forward calls per input element and n·m memory, out of reach
-    for the inputs randomized mode is for. The message keeps "Jacobian mismatch for output j
-    with respect to input i", which is all we read; group testing does the rest.
-    """
-    module = importlib.import_module("torch.autograd.gradcheck")
-    original = getattr(module, "_run_slow_mode_and_get_error", None)
-    if original is None:  # a torch without the fallback: nothing to do
-        yield
-        return
-    name = "_run_slow_mode_and_get_error"
-    setattr(module, name, lambda *args, **kwargs: "")
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
 
 
 def randomized_verdict(

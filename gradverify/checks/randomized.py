@@ -43,7 +43,14 @@ import torch
 
 from gradverify.checks.base import user_code
 from gradverify.checks.jacobian import OutputLayout
-from gradverify.checks.kinks import OFFSETS, Evaluate, Kink, nondifferentiable_rows, samples
+from gradverify.checks.kinks import (
+    OFFSETS,
+    Evaluate,
+    Kink,
+    kink_at,
+    nondifferentiable_rows,
+    samples,
+)
 
 PROJECTIONS = 3  # random (u, v) pairs per argument
 ROUNDING_ULPS = 64.0  # float64 units in the last place allowed per rounding sum
@@ -286,11 +293,7 @@ class Localizer:
         tolerance = problem.atol + problem.rtol * numerical.abs()
         if not bool(nondifferentiable_rows(values, problem.eps, tolerance)[row]):
             return None
-        half = problem.eps * (OFFSETS[1] - OFFSETS[0])  # the outer half-steps, as find_kinks
-        left = float((values[1, row] - values[0, row]) / half)
-        right = float((values[-1, row] - values[-2, row]) / half)
-        admitted = _between(analytical, left, right, problem.atol, problem.rtol)
-        return Kink(row, column, left, right, analytical, admitted)
+        return kink_at(values, row, column, analytical, problem.eps, problem.atol, problem.rtol)
 
     def _numerical(
         self, position: int, support: torch.Tensor, u: torch.Tensor, step: float, v: torch.Tensor
@@ -378,13 +381,3 @@ def _score(discrepancy: float, cumulative: torch.Tensor, low: int, high: int) ->
         return math.inf
     allowance = math.sqrt(max(float(cumulative[high] - cumulative[low]), 0.0))
     return abs(discrepancy) / max(allowance, 1e-300)
-
-
-def _between(value: float, left: float, right: float, atol: float, rtol: float) -> bool:
-    """Does `value` lie between the one-sided slopes (the rule of kinks.find_kinks)?"""
-    finite = [slope for slope in (left, right) if math.isfinite(slope)]
-    if len(finite) < 2:  # a jump to or from non-finite values: no slope to hold it to
-        return True
-    low, high = min(finite), max(finite)
-    slack = atol + rtol * max(abs(low), abs(high))
-    return low - slack <= value <= high + slack
