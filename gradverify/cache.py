@@ -110,7 +110,7 @@ def _version(package: str) -> str:
 def _result(item: dict[str, Any]) -> Result:
     fields = dict(item)
     fields["status"] = Status(fields["status"])
-    for name in ("element",):
+    for name in ("element", "mismatch_map"):
         if fields.get(name) is not None:
             fields[name] = tuple(fields[name])
     fields["notes"] = tuple(fields.get("notes", ()))

@@ -46,6 +46,17 @@ class Result:
     source_file: str | None = None  # where in the user's code, when known
     source_line: int | None = None
     cached: bool = False  # reported from the cache of an earlier passing run
+    # False: the check does not apply to this Function (no jvp rule, no `reference:` key, ...);
+    # counted, never shown in the default text report.
+    applies: bool = True
+    # The earlier check on this case whose finding this result repeats or is stopped by
+    # (a crash in backward, the same non-finite output): the report says it once.
+    same_as: str | None = None
+    # Where the wrong entries lie in a 1-D or 2-D argument: one string per row of the
+    # argument, "x" wrong, "." right, " " not examined (randomized mode).
+    mismatch_map: tuple[str, ...] | None = None
+    # True when `mismatched` counts only what localization found ("at least" so many).
+    mismatched_at_least: bool = False
 
     @property
     def failed(self) -> bool:
@@ -57,6 +68,7 @@ class Result:
         plain["element"] = list(self.element) if self.element is not None else None
         plain["notes"] = list(self.notes)
         plain["details"] = list(self.details)
+        plain["mismatch_map"] = list(self.mismatch_map) if self.mismatch_map is not None else None
         return plain
 
 
