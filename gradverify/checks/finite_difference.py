@@ -23,6 +23,7 @@ from gradverify.checks.jacobian import (
     unravel,
 )
 from gradverify.checks.kinks import Evaluate, Kink, excused_mask, find_kinks
+from gradverify.checks.maps import full_jacobian_map
 from gradverify.checks.modes import (
     first_order_problem,
     projected_measure,
@@ -228,7 +229,8 @@ def mismatch_failure(
         check, Status.FAIL, message,
         output_index=output_index, element=element,
         analytical=comparison.analytical, numerical=comparison.numerical,
-        hint=hint, **_error_fields(index, comparison, notes),
+        hint=hint, mismatch_map=full_jacobian_map(comparison.off, argument.shape),
+        **_error_fields(index, comparison, notes),
     )  # fmt: skip
 
 

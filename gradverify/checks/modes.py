@@ -32,6 +32,7 @@ from gradverify.checks.jacobian import (
     forward_selection,
     unravel,
 )
+from gradverify.checks.maps import located_map
 from gradverify.checks.randomized import PROJECTIONS, Entry, Examination, Problem
 from gradverify.checks.torch_gradcheck import gradient_selection
 from gradverify.inputs import differentiable_indices
@@ -155,6 +156,11 @@ def randomized_failure(
         analytical=worst.analytical, numerical=worst.numerical,
         max_abs_error=worst.error, max_rel_error=_relative(worst, problem.atol),
         mismatched=len(exam.wrong), hint=_failure_hint(exam, problem),
+        mismatch_map=located_map(
+            [entry.column for entry in exam.wrong],
+            [entry.column for entry in exam.excused],
+            argument.shape,
+        ),
         notes=(*notes, *search_notes(exam)),
         details=tuple(_describe(entry, problem) for entry in exam.wrong) if found else (),
     )  # fmt: skip
