@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gradverify.report.evidence import evidence
+from gradverify.report.maps import MismatchMap
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report, Result, Status
 
@@ -100,6 +101,7 @@ def _panel(result: Result) -> Panel:
     for label, value in _evidence(result):
         rows.add_row(label, Text(value))
     parts: list[RenderableType] = [Text(result.message), Text(""), rows]
+    parts.append(MismatchMap(result))  # draws nothing where the map does not fit
     if result.details:
         parts += [Text(""), Text("\n".join(result.details), style="dim")]
     style = STYLES[result.status]
