@@ -119,13 +119,16 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
     """A crash of the user's code: a failure of this check, or a skip when an earlier check
     already failed on the structure this one relies on (so the report says it once)."""
     frames = error.frames if len(error.frames) > 1 else ()
-    broken = [r.check for r in context.earlier if r.failed and r.check in ("forward", "backward")]
-    if broken and check not in broken:
+    broken = [r for r in context.earlier if r.failed and r.check in ("forward", "backward")]
+    if broken and check not in {r.check for r in broken}:
+        # Say the error again only if the failure above does not already say it.
+        said = any(_first_line(error.error) in r.message for r in broken)
         return context.result(
             check,
             Status.SKIP,
-            f"not run: `{broken[0]}` already fails for this case ({error})",
-            details=frames,
+            f"not run: `{broken[0].check}` already fails for this case"
+            + ("" if said else f" ({error})"),
+            same_as=broken[0].check,
         )
     return context.result(check, Status.FAIL, str(error), details=frames)
 

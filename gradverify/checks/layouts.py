@@ -14,7 +14,13 @@ from typing import Any, ClassVar, Final, Literal
 import torch
 
 from gradverify.checks.backward import _function_node, _grad_outputs, _run_backward
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, user_code
+from gradverify.checks.base import (
+    CaseContext,
+    UserCodeError,
+    call_forward,
+    crash_result,
+    user_code,
+)
 from gradverify.checks.jacobian import unravel
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
@@ -26,6 +32,7 @@ REQUIRES_GRAD_OFF: Final = "requires_grad_off"
 GRAD_OUTPUT_SALT = 3  # seeds the grad_outputs, the same in the baseline and every variant
 PROBE_SEED_OFFSET = 1  # a second baseline under another seed tells random Functions apart
 ULPS = 8  # a change of layout may reorder a sum: allow a few units of the dtype's precision
+WASTED_WORK_HINT = "check ctx.needs_input_grad before computing each gradient"
 
 
 @dataclass(frozen=True)
@@ -74,22 +81,19 @@ class LayoutsCheck:
                 context, fresh_copies(context.arguments), baseline.grad_outputs, PROBE_SEED_OFFSET
             )
         except UserCodeError as error:
-            return [
-                context.result(
-                    self.id,
-                    Status.SKIP,
-                    f"the declared layout already fails ({error}); see forward/backward",
-                )
-            ]
+            # Stopped by forward's or backward's failure (said once, there), else our own.
+            return [crash_result(context, self.id, error)]
         random = _first_difference(context, baseline, probe) is not None
         failures: list[Result] = []
-        warnings: list[Result] = []
+        wasted: list[int] = []
         for variant in variants:
             outcome = self._try(context, variant, baseline, random)
-            if outcome is not None and outcome.status is Status.FAIL:
+            if isinstance(outcome, Result):
                 failures.append(outcome)
             elif outcome is not None:
-                warnings.append(outcome)
+                wasted.append(outcome)
+        # One warning per case, however many arguments: the fix is one habit in backward.
+        warnings = [_wasted_work(context, wasted)] if wasted else []
         if failures:
             return [*failures, *warnings]
         return [
@@ -99,8 +103,9 @@ class LayoutsCheck:
 
     def _try(
         self, context: CaseContext, variant: Variant, baseline: Run, random: bool
-    ) -> Result | None:
-        """A fail if the variant crashes or differs, a warn for wasted work, else None."""
+    ) -> Result | int | None:
+        """A fail if the variant crashes or differs; the argument's index if backward computes
+        its gradient although it is not needed (wasted work); else None."""
         condition = _condition(context, variant)
         try:
             run = _run(context, variant_arguments(context, variant), baseline.grad_outputs)
@@ -127,8 +132,9 @@ class LayoutsCheck:
             return self._wasted_gradient(context, variant, run)
         return None
 
-    def _wasted_gradient(self, context: CaseContext, variant: Variant, run: Run) -> Result | None:
-        """A warn when backward returns a gradient that ctx.needs_input_grad says is not needed."""
+    def _wasted_gradient(self, context: CaseContext, variant: Variant, run: Run) -> int | None:
+        """The argument's index when backward returns a gradient that ctx.needs_input_grad
+        says is not needed, else None."""
         node = _function_node(context, run.outputs)
         if node is None or len(run.outputs) != len(run.grad_outputs):
             return None
@@ -140,14 +146,29 @@ class LayoutsCheck:
         needed = node.needs_input_grad
         if index >= len(raw) or raw[index] is None or index >= len(needed) or needed[index]:
             return None
+        return index
+
+
+def _wasted_work(context: CaseContext, indices: Sequence[int]) -> Result:
+    """One warning naming every argument whose gradient backward computes in vain."""
+    if len(indices) == 1:
+        (index,) = indices
         return context.result(
-            self.id,
+            LayoutsCheck.id,
             Status.WARN,
             f"backward computes a gradient for {context.describe_argument(index)} although "
             f"ctx.needs_input_grad[{index}] is False (wasted work)",
             input_index=index,
-            hint="check ctx.needs_input_grad before computing each gradient",
+            hint=WASTED_WORK_HINT,
         )
+    names = [context.describe_argument(index) for index in indices]
+    return context.result(
+        LayoutsCheck.id,
+        Status.WARN,
+        f"backward computes gradients for {', '.join(names[:-1])} and {names[-1]} even when "
+        "their ctx.needs_input_grad entry is False (wasted work)",
+        hint=WASTED_WORK_HINT,
+    )
 
 
 def plan_variants(context: CaseContext) -> list[Variant]:

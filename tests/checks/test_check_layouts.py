@@ -172,17 +172,27 @@ def test_a_wrong_fast_path_for_a_frozen_argument_gives_a_different_gradient(run_
 # ctx.needs_input_grad: wasted work is a warning, never a failure.
 
 
-def test_ignoring_needs_input_grad_warns_for_each_frozen_argument(run_spec, find):
+def test_ignoring_needs_input_grad_warns_once_naming_every_frozen_argument(run_spec, find):
     report = run_spec(layouts_spec(f"{LAYOUTS}:IgnoresNeedsInputGrad", TWO_MATRICES))
     assert not find(report, status="fail")
-    warnings = find(report, check="layouts", status="warn")
-    assert [r.input_index for r in warnings] == [0, 1]
-    assert warnings[1].message == (
+    (warning,) = find(report, check="layouts", status="warn")
+    assert warning.input_index is None  # several arguments: the message names them
+    assert warning.message == (
+        "backward computes gradients for argument 0 (x) and argument 1 (w) even when their "
+        "ctx.needs_input_grad entry is False (wasted work)"
+    )
+    assert warning.hint == "check ctx.needs_input_grad before computing each gradient"
+    assert find(report, check="layouts", status="pass")
+
+
+def test_one_wasted_gradient_names_its_argument_and_flag(run_spec, only):
+    report = run_spec(layouts_spec("tests.functions.report:MulWastesOnlyW", TWO_MATRICES))
+    warning = only(report, check="layouts", status="warn")
+    assert (warning.input_index, warning.input_name) == (1, "w")
+    assert warning.message == (
         "backward computes a gradient for argument 1 (w) although ctx.needs_input_grad[1] is "
         "False (wasted work)"
     )
-    assert warnings[1].hint == "check ctx.needs_input_grad before computing each gradient"
-    assert find(report, check="layouts", status="pass")
 
 
 # Turning variants off.
@@ -224,12 +234,22 @@ def test_turning_requires_grad_off_variants_off_keeps_the_non_contiguous_ones(ru
     assert result.message == "2 variants: non-contiguous argument 0 (x), argument 1 (w)"
 
 
-def test_a_crash_in_the_declared_layout_skips(run_spec, only):
-    report = run_spec(layouts_spec("tests.functions.mapping:BackwardRaises", "[{shape: [3, 4]}]"))
+def test_a_crash_already_reported_by_backward_is_a_skip_pointing_at_it(run_spec, only):
+    spec = layouts_spec("tests.functions.mapping:BackwardRaises", "[{shape: [3, 4]}]")
+    report = run_spec(spec.replace("checks: [layouts]", "checks: [backward, layouts]"))
+    assert only(report, check="backward").status.value == "fail"
     result = only(report, check="layouts")
     assert result.status.value == "skip"
-    assert "the declared layout already fails" in result.message
-    assert "see forward/backward" in result.message
+    assert result.same_as == "backward"
+    assert "exploded on purpose" not in result.message  # said once, by backward
+
+
+def test_a_crash_in_the_declared_layout_alone_fails(run_spec, only):
+    report = run_spec(layouts_spec("tests.functions.mapping:BackwardRaises", "[{shape: [3, 4]}]"))
+    result = only(report, check="layouts")
+    assert result.status.value == "fail"
+    assert "backward raised ZeroDivisionError" in result.message
+    assert result.same_as is None
 
 
 # Building non-contiguous arguments.
