@@ -221,7 +221,7 @@ def starter_text(
     lines = [
         f"# Starter spec written by `gradverify init {target_spec}`: adjust the shapes and",
         "# values to what your Function is for, and add cases (edge values, other shapes,",
-        "# float32) once this one passes. Every key: `gradverify schema`, README 'The spec'.",
+        "# float32) once this one passes. Every key: `gradverify schema`, docs/spec.md.",
         f"target: {target_spec}",
         "cases:",
         "  - name: basic",

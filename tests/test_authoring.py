@@ -349,14 +349,11 @@ def test_init_tries_the_spec_in_a_worker_process_by_default(module):
     assert result.exit_code == ExitCode.OK, result.output
 
 
-# --- the README's snippets ----------------------------------------------------------------
+# --- the docs' snippets (docs/authoring.md) ----------------------------------------------------------------
 
 
-def readme_section(title: str) -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index(f"\n## {title}\n")
-    end = readme.find("\n## ", start + 1)
-    return readme[start : end if end != -1 else None]
+def authoring_page() -> str:
+    return (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
 
 
 def blocks(section: str, language: str) -> list[str]:
@@ -364,7 +361,7 @@ def blocks(section: str, language: str) -> list[str]:
 
 
 def readme_commands() -> list[list[str]]:
-    [commands] = blocks(readme_section("Authoring help"), "sh")
+    [commands] = blocks(authoring_page(), "sh")
     return [shlex.split(line, comments=True) for line in commands.splitlines()]
 
 
@@ -388,13 +385,13 @@ def test_the_readme_authoring_commands(tmp_path, monkeypatch):
         assert result.exit_code == 0, (command, result.output)
         if target:
             Path(target).write_text(result.stdout, encoding="utf-8")
-    assert Path("specs/clipped_relu.yaml").is_file()  # the name the README promises
+    assert Path("specs/clipped_relu.yaml").is_file()  # the name the docs promise
     assert Path("specs/relu.yaml").is_file()
     assert json.loads(Path("gradverify.schema.json").read_text(encoding="utf-8")) == spec_schema()
 
 
 def test_the_readme_editor_snippets(tmp_path):
-    section = readme_section("Authoring help")
+    section = authoring_page()
     [spec] = blocks(section, "yaml")
     modeline = re.match(r"# yaml-language-server: \$schema=(\S+)\n", spec)
     assert modeline, "the spec snippet starts with the yaml-language-server modeline"

@@ -266,15 +266,15 @@ def test_configured_spec_paths_are_what_check_runs_without_paths(tmp_path, monke
     assert "no spec path 'gradspecs'" in missing.stderr
 
 
-# --- the README's snippet -----------------------------------------------------------------
+# --- the docs' snippet (docs/integrations.md) -----------------------------------------------------------------
 
 
 def readme_block(after: str, language: str) -> str:
-    """The first ```language block of README.md after the line `after`."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The first ```language block of docs/integrations.md after the line `after`."""
+    readme = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
     start = readme.index(after)
     found = re.search(rf"```{language}\n(.*?)```", readme[start:], re.DOTALL)
-    assert found, f"no ```{language} block after {after!r} in README.md"
+    assert found, f"no ```{language} block after {after!r} in docs/integrations.md"
     return found.group(1)
 
 

@@ -100,17 +100,21 @@ def test_an_output_that_cannot_be_written_is_one_clear_error(in_repo, tmp_path):
     ]
 
 
-# The README's snippets, run as written in a project that has one failing spec.
+# The docs' CI snippets, run as written in a project that has one failing spec.
 
 
-def readme_section() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("## CI output formats")
-    return readme[start : readme.index("\n## ", start + 1)]
+def docs_section(page: str, heading: str | None = None) -> str:
+    """A page of docs/, or its section under `## heading` up to the next `## `."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    if heading is None:
+        return text
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
 
 
-def code_blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", readme_section(), flags=re.DOTALL)
+def code_blocks(language: str, section: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section, flags=re.DOTALL)
 
 
 def gradverify_commands(script: str) -> list[list[str]]:
@@ -127,7 +131,7 @@ def project(tmp_path, monkeypatch) -> Path:
 
 
 def test_the_readme_commands(project):
-    (block,) = code_blocks("sh")
+    (block,) = code_blocks("sh", docs_section("formats.md"))
     commands = gradverify_commands(block)
     assert [words[words.index("--format") + 1] for words in commands] == [
         "junit",
@@ -170,7 +174,9 @@ def step_using(steps: list[dict], action: str) -> dict:
 
 
 def test_the_readme_workflow_uploads_the_junit_report_it_writes(project):
-    workflow = yaml.safe_load(code_blocks("yaml")[0])
+    workflow = yaml.safe_load(
+        code_blocks("yaml", docs_section("integrations.md", "GitHub Actions"))[0]
+    )
     steps = workflow["jobs"]["gradverify"]["steps"]
     (completed,) = run_steps(steps, project)
     assert completed.returncode == ExitCode.FAILED, completed.stderr  # the job fails...
@@ -182,7 +188,9 @@ def test_the_readme_workflow_uploads_the_junit_report_it_writes(project):
 
 
 def test_the_readme_sarif_steps_upload_a_valid_log(project):
-    steps = yaml.safe_load(textwrap.dedent(code_blocks("yaml")[1]))
+    steps = yaml.safe_load(
+        textwrap.dedent(code_blocks("yaml", docs_section("integrations.md", "GitHub Actions"))[1])
+    )
     (completed,) = run_steps(steps, project)
     assert completed.returncode == ExitCode.FAILED, completed.stderr
     upload = step_using(steps, "github/codeql-action/upload-sarif@")

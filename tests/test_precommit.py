@@ -106,11 +106,11 @@ def user_repository(tmp_path: Path, environment, hook_repository) -> Path:
 
 
 def readme_config(repository: str) -> str:
-    """The README's `.pre-commit-config.yaml` snippet, with `repo:` pointing at `repository`."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The docs' `.pre-commit-config.yaml` snippet, with `repo:` pointing at `repository`."""
+    readme = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
     section = readme[readme.index("\n## pre-commit\n") :]
     snippet = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
-    assert snippet, "README's pre-commit section has a ```yaml snippet"
+    assert snippet, "docs/integrations.md's pre-commit section has a ```yaml snippet"
     text, replaced = re.subn(r"(- repo: )\S+", rf"\g<1>{repository}", snippet.group(1))
     assert replaced == 1
     return text

@@ -1,4 +1,4 @@
-"""The spec format as pydantic models: a public contract, documented in the README.
+"""The spec format as pydantic models: a public contract, documented in docs/spec.md.
 
 Nothing here imports torch: validating a spec must stay fast.
 """
