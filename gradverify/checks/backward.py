@@ -220,7 +220,7 @@ def _malformed(
         elif grad.shape != argument.shape:
             fail(
                 f"gradient of {describe} has shape {list(grad.shape)}, but the argument has shape {list(argument.shape)}",
-                _shape_hint(grad.shape, argument.shape),
+                _shape_hint(grad.shape, argument.shape, context.target.argument_name(index)),
             )
         elif grad.dtype != argument.dtype:
             fail(
@@ -244,19 +244,63 @@ def _malformed(
     return problems
 
 
-def _shape_hint(got: torch.Size, expected: torch.Size) -> str:
+def _shape_hint(got: torch.Size, expected: torch.Size, name: str | None) -> str | None:
+    """How to bring a gradient of the wrong shape to the argument's: reshape, expand or sum."""
     if got.numel() == expected.numel():
         return (
             "same number of elements in another shape: reshape the gradient to the argument's shape"
         )
+    argument, x = name or "the argument", name or "x"
+    dropped = _dropped_dims(got, expected)
+    if dropped:  # a reduction without keepdim: [3] for [3, 4]
+        unsqueeze = "".join(f".unsqueeze({dim})" for dim in dropped)
+        return (
+            f"the gradient has fewer elements than {argument}: expand it to the argument's shape "
+            f"(`grad{unsqueeze}.expand_as({x})`); {_REDUCTION}"
+        )
     try:
-        torch.broadcast_shapes(got, expected)
+        common = torch.broadcast_shapes(got, expected)
     except RuntimeError:
         return "the shapes are not even broadcast-compatible"
-    return (
-        "a broadcast argument's gradient must be summed back to the argument's shape "
-        "(autograd would silently sum it, hiding a missing reduction)"
-    )
+    if common == expected:  # fewer elements that broadcast up: [] or [4] for [3, 4]
+        return (
+            f"the gradient has fewer elements than {argument}: expand it to the argument's shape "
+            f"(`grad.expand_as({x})`); {_REDUCTION}"
+        )
+    if common == got:
+        return (
+            f"{argument} is broadcast in forward, so its gradient must be summed back over the "
+            f"broadcast dimensions (`grad.sum_to_size({x}.shape)`); autograd would silently sum "
+            "it, hiding a missing reduction"
+        )
+    return None  # each shape is larger in some dimension: no single fix to name
+
+
+_REDUCTION = (
+    "a reduction in forward (a sum, a mean) gives every reduced element the output's gradient "
+    "(divided by the count, for a mean)"
+)
+
+
+def _dropped_dims(got: torch.Size, expected: torch.Size) -> list[int]:
+    """The dims of `expected` whose removal leaves `got` (a reduction without keepdim), if any.
+
+    Only when the shapes cannot simply broadcast: `[4]` for `[3, 4]` needs no unsqueeze.
+    """
+    if got.numel() >= expected.numel() or not 0 < len(got) < len(expected):
+        return []
+    try:
+        if torch.broadcast_shapes(got, expected) == expected:
+            return []
+    except RuntimeError:
+        pass
+    dropped, position = [], 0
+    for dim, size in enumerate(expected):
+        if position < len(got) and got[position] == size:
+            position += 1
+        else:
+            dropped.append(dim)
+    return dropped if position == len(got) else []
 
 
 def _modified_grad_outputs(

@@ -33,6 +33,46 @@ def test_wrong_gradient_shape_names_both_shapes(bugs_report, only):
     assert "reshape" in result.hint
 
 
+HINTS = "tests.functions.hints"
+
+
+def shape_failure(run_spec, only, name, inputs):
+    report = run_spec(
+        f"""
+        target: {HINTS}:{name}
+        checks: [backward]
+        cases: [{{name: case, inputs: {inputs}}}]
+        """
+    )
+    result = only(report, check="backward")
+    assert result.status.value == "fail"
+    return result
+
+
+@pytest.mark.parametrize(
+    ("name", "fix"),
+    [
+        ("SumForgotExpand", "`grad.expand_as(x)`"),  # [] for [3, 4]
+        ("RowSumForgotExpand", "`grad.expand_as(x)`"),  # [4] for [3, 4]
+        ("ColumnSumForgotExpand", "`grad.unsqueeze(1).expand_as(x)`"),  # [3] for [3, 4]
+    ],
+)
+def test_a_gradient_with_fewer_elements_is_told_to_expand(run_spec, only, name, fix):
+    result = shape_failure(run_spec, only, name, "[{shape: [3, 4]}]")
+    assert result.input_name == "x"
+    assert fix in result.hint
+    assert "sum" not in result.hint.split(";")[0]  # the advice is to expand, not to sum
+    assert "summed back" not in result.hint
+
+
+def test_a_broadcast_argument_is_told_to_sum_back(run_spec, only):
+    result = shape_failure(run_spec, only, "BiasAddForgotSum", "[{shape: [3, 4]}, {shape: [4]}]")
+    assert result.input_name == "b"
+    assert "b is broadcast in forward" in result.hint
+    assert "`grad.sum_to_size(b.shape)`" in result.hint
+    assert "expand" not in result.hint
+
+
 def test_wrong_gradient_dtype_fails_backward_although_autograd_hides_it(bugs_report, only):
     result = backward_result(bugs_report, only, "WrongGradDtype")
     assert result.status.value == "fail"
