@@ -68,9 +68,10 @@ class GradgradcheckCheck:
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]
         if context.spec.gradient in MODE_SKIPS:
-            return [context.result(self.id, Status.SKIP, MODE_SKIPS[context.spec.gradient])]
+            skip = MODE_SKIPS[context.spec.gradient]  # declared by the spec's `gradient:`
+            return [context.result(self.id, Status.SKIP, skip, applies=False)]
         if context.target.once_differentiable:
-            return [context.result(self.id, Status.SKIP, ONCE_DIFFERENTIABLE)]
+            return [context.result(self.id, Status.SKIP, ONCE_DIFFERENTIABLE, applies=False)]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
         mode, reason = resolve_mode(context, arguments)

@@ -53,9 +53,9 @@ class JvpCheck:
     def run(self, context: CaseContext) -> list[Result]:
         if not defines_jvp(context.target):
             reason = NO_JVP if context.target.is_function else NOT_A_FUNCTION
-            return [context.result(self.id, Status.SKIP, reason)]
+            return [context.result(self.id, Status.SKIP, reason, applies=False)]
         if context.spec.gradient == "surrogate":
-            return [context.result(self.id, Status.SKIP, SURROGATE)]
+            return [context.result(self.id, Status.SKIP, SURROGATE, applies=False)]
         wrt = differentiable_indices(context.arguments)
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]

@@ -113,7 +113,10 @@ class LintCheck:
         if not context.target.is_function:
             return [
                 context.result(
-                    self.id, Status.SKIP, "lint applies to torch.autograd.Function subclasses"
+                    self.id,
+                    Status.SKIP,
+                    "lint applies to torch.autograd.Function subclasses",
+                    applies=False,
                 )
             ]
         sources = read_sources(context.target.obj)

@@ -128,7 +128,7 @@ class _Mismatch(Exception):
 def _load_reference(context: CaseContext, check: str) -> Target | Result:
     name = context.spec.reference
     if name is None:
-        return context.result(check, Status.SKIP, "no `reference:` in the spec")
+        return context.result(check, Status.SKIP, "no `reference:` in the spec", applies=False)
     try:
         return load_target(name)
     except TargetError as error:

@@ -54,7 +54,7 @@ class VmapCheck:
     def run(self, context: CaseContext) -> list[Result]:
         if not defines_vmap(context.target):
             reason = NO_VMAP if context.target.is_function else NOT_A_FUNCTION
-            return [context.result(self.id, Status.SKIP, reason)]
+            return [context.result(self.id, Status.SKIP, reason, applies=False)]
         if not any(isinstance(a, torch.Tensor) for a in context.arguments):
             return [context.result(self.id, Status.SKIP, "no tensor argument to batch")]
         slices, notes = _draws(context)
