@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from gradverify.dirty import DirtyArguments, dirty_arguments
 from gradverify.errors import TargetError
 from gradverify.spec.suggest import did_you_mean
 
@@ -36,6 +37,8 @@ class Target:
     source_file: str | None = None
     backward_line: int | None = None
     once_differentiable: bool = False  # backward wrapped in @once_differentiable
+    # Arguments forward writes into (ctx.mark_dirty); `call` passes clones of them.
+    dirty: DirtyArguments = field(default_factory=DirtyArguments)
 
     def argument_name(self, index: int) -> str | None:
         """forward's name for positional argument `index` (literals counted)."""
@@ -168,10 +171,31 @@ def _describe(spec: str, obj: Any) -> Target:
     parameters, defaults, variadic = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
     source_file, backward_line = _source_of(inspect.unwrap(obj.backward) if is_function else obj)
     once = is_function and _is_once_differentiable(obj.backward)
+    dirty = dirty_arguments(obj, new_style=not _takes_ctx(obj)) if is_function else DirtyArguments()
+    if dirty:
+        call = _cloning(call, dirty)
     return Target(
         spec, obj, call, parameters, defaults, variadic, is_function, source_file, backward_line,
-        once,
+        once, dirty,
     )  # fmt: skip
+
+
+def _cloning(apply: Callable[..., Any], dirty: DirtyArguments) -> Callable[..., Any]:
+    """`apply` given clones of the dirty tensor arguments.
+
+    torch refuses an in-place write into a leaf that requires grad; a clone is not a leaf,
+    and the gradient reaches the caller's tensor through it, which forward leaves unchanged.
+    """
+    import torch
+
+    def call(*arguments: Any) -> Any:
+        return apply(*(
+            argument.clone() if isinstance(argument, torch.Tensor) and dirty.marks(index)
+            else argument
+            for index, argument in enumerate(arguments)
+        ))  # fmt: skip
+
+    return call
 
 
 def _is_once_differentiable(backward: Any) -> bool:

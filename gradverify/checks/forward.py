@@ -34,7 +34,9 @@ class ForwardCheck:
         problems += self._modified_inputs(context, arguments, before)
         if problems:
             return problems
-        return [context.result(self.id, Status.PASS, _summary(outputs))]
+        return [
+            context.result(self.id, Status.PASS, _summary(outputs), notes=_dirty_notes(context))
+        ]
 
     def _bad_outputs(
         self, context: CaseContext, outputs: tuple[Any, ...], arguments: tuple[Any, ...]
@@ -121,6 +123,17 @@ class ForwardCheck:
                 )
             )
         return problems
+
+
+def _dirty_notes(context: CaseContext) -> tuple[str, ...]:
+    """Arguments forward writes into with ctx.mark_dirty: every check passes them as clones."""
+    dirty = context.target.dirty
+    return tuple(
+        f"{context.describe_argument(index)} is written in place (ctx.mark_dirty): every check "
+        "passes it as a clone of a leaf that requires grad, and checks the leaf's gradient"
+        for index, argument in enumerate(context.arguments)
+        if isinstance(argument, torch.Tensor) and dirty.marks(index)
+    )
 
 
 def _summary(outputs: tuple[Any, ...]) -> str:

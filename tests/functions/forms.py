@@ -1,0 +1,96 @@
+"""Forms of Function that need care to be checked at all: in place (ctx.mark_dirty),
+surrogates whose gradient has the wrong shape, and stochastic gradient estimators.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+# In place: forward writes into its input and says so with ctx.mark_dirty.
+class ExpInPlace(torch.autograd.Function):
+    """exp(x) computed in x's own memory; the output is saved after it was written."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        x.exp_()
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return grad_output * y
+
+
+class ExpInPlaceWrongBackward(torch.autograd.Function):
+    """ExpInPlace whose backward forgets the factor exp(x) where x > 0.5 (a seeded bug)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.positive = x > 0.5
+        x.exp_()
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.where(ctx.positive, grad_output, grad_output * y)
+
+
+class ExpInPlaceUnmarked(torch.autograd.Function):
+    """exp(x) written into x without ctx.mark_dirty: the caller's tensor changes unannounced."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        y = x.exp_()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return grad_output * y
+
+
+class ScaledAddInPlace(torch.autograd.Function):
+    """x += alpha * y * y in x's memory: x is dirty, y is only read."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+        ctx.save_for_backward(y)
+        ctx.alpha = alpha
+        x.add_(alpha * y * y)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[Any, ...]:
+        (y,) = ctx.saved_tensors
+        grad_x = grad_output if ctx.needs_input_grad[0] else None
+        grad_y = grad_output * 2 * ctx.alpha * y if ctx.needs_input_grad[1] else None
+        return grad_x, grad_y, None
+
+
+class ExpInPlaceNewStyle(torch.autograd.Function):
+    """exp(x) in x's memory, new style: setup_context marks inputs[0] dirty."""
+
+    @staticmethod
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return x.exp_()
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        (x,) = inputs
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return grad_output * y
