@@ -57,6 +57,9 @@ class Result:
     mismatch_map: tuple[str, ...] | None = None
     # True when `mismatched` counts only what localization found ("at least" so many).
     mismatched_at_least: bool = False
+    # What `analytical` and `numerical` stand for when not backward's value and the value it
+    # is compared with by default: ("first run", "second run") for two backward runs.
+    value_labels: tuple[str, str] | None = None
 
     @property
     def failed(self) -> bool:
@@ -69,6 +72,7 @@ class Result:
         plain["notes"] = list(self.notes)
         plain["details"] = list(self.details)
         plain["mismatch_map"] = list(self.mismatch_map) if self.mismatch_map is not None else None
+        plain["value_labels"] = list(self.value_labels) if self.value_labels is not None else None
         return plain
 
 

@@ -350,6 +350,7 @@ def _nondeterministic(
                     element=unravel(flat, one.shape),
                     analytical=float(one.reshape(-1)[flat].item()),
                     numerical=float(two.reshape(-1)[flat].item()),
+                    value_labels=("first run", "second run"),
                     max_abs_error=worst,
                     hint="random numbers or atomics in backward; if that is intended, raise "
                     "tolerance.nondet_tol",

@@ -22,10 +22,11 @@ def evidence(result: Result) -> Iterator[tuple[str, str]]:
         yield "output", str(result.output_index)
     if result.element is not None:
         yield "element", str(list(result.element))
+    analytical, numerical = result.value_labels or ("analytical", "numerical")
     if result.analytical is not None:
-        yield "analytical", f"{result.analytical:.8g}"
+        yield analytical, f"{result.analytical:.8g}"
     if result.numerical is not None:
-        yield "numerical", f"{result.numerical:.8g}"
+        yield numerical, f"{result.numerical:.8g}"
     if result.max_abs_error is not None:
         errors = f"max abs {result.max_abs_error:.3g}"
         if result.max_rel_error is not None:

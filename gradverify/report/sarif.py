@@ -143,6 +143,7 @@ def _result(result: Result, index: dict[str, int], fingerprint: str) -> dict[str
                 "element": list(result.element) if result.element is not None else None,
                 "analytical": result.analytical,
                 "numerical": result.numerical,
+                "valueLabels": list(result.value_labels) if result.value_labels else None,
                 "maxAbsError": result.max_abs_error,
                 "hint": result.hint,
             }

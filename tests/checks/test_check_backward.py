@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from gradverify.report.evidence import evidence
+
 ROOT = Path(__file__).resolve().parents[2]
 CRASH_SPEC = ROOT / "tests" / "specs" / "checks" / "crash.yaml"
 
@@ -112,6 +114,23 @@ def test_nondeterministic_backward_fails_with_both_values(bugs_report, only):
     assert result.analytical != result.numerical
     assert abs(result.analytical - result.numerical) == pytest.approx(result.max_abs_error)
     assert "nondet_tol" in result.hint
+
+
+def test_the_two_nondeterministic_runs_are_labelled_as_runs(bugs_report, only):
+    result = backward_result(bugs_report, only, "NondeterministicBackward")
+    assert result.value_labels == ("first run", "second run")
+    labels = [label for label, _ in evidence(result)]
+    assert "first run" in labels and "second run" in labels
+    assert "analytical" not in labels and "numerical" not in labels
+    assert result.to_dict()["value_labels"] == ["first run", "second run"]
+
+
+def test_a_gradient_mismatch_keeps_the_analytical_and_numerical_labels(bugs_report, find):
+    failure = next(r for r in find(bugs_report, check="finite_difference") if r.failed)
+    assert failure.value_labels is None
+    labels = [label for label, _ in evidence(failure)]
+    assert "analytical" in labels and "numerical" in labels
+    assert failure.to_dict()["value_labels"] is None
 
 
 def test_nondet_tol_admits_a_small_nondeterminism(run_spec, only):
