@@ -48,7 +48,12 @@ class ExpectedGradientCheck:
             return [context.result(self.id, Status.FAIL, f"expected_gradient: {error.render()}")]
         arguments = fresh_copies(context.arguments)
         try:
-            actual, grad_outputs = _backward(context, arguments, wrt)
+            produced, grad_outputs = _forward(context, arguments)
+            outputs = differentiable_outputs(produced)
+            misshapen = _misshapen(context, self.id, produced, grad_outputs, arguments, wrt)
+            if misshapen:
+                return misshapen
+            actual = _gradients(outputs, grad_outputs, arguments, wrt)
             with user_code("expected_gradient"):
                 detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in arguments]
                 expected = expected_function(*detached, *grad_outputs)
@@ -118,25 +123,107 @@ class ExpectedGradientCheck:
         )]  # fmt: skip
 
 
-def _backward(
-    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int]
-) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
-    """backward's gradients (through autograd) for seeded grad_outputs, and those grad_outputs."""
-    outputs = differentiable_outputs(call_forward(context.target.call, arguments))
+Outputs = list[tuple[int, torch.Tensor]]  # (position among forward's outputs, output)
+
+
+def _forward(
+    context: CaseContext, arguments: Sequence[Any]
+) -> tuple[tuple[Any, ...], list[torch.Tensor]]:
+    """forward's outputs, and seeded grad_outputs for its differentiable ones."""
+    produced = call_forward(context.target.call, arguments)
     generator = context.generator(salt=3)
     grad_outputs = [
         torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype)
-        for _, o in outputs
+        for _, o in differentiable_outputs(produced)
     ]
+    return produced, grad_outputs
+
+
+def _gradients(
+    outputs: Outputs, grad_outputs: list[torch.Tensor], arguments: Sequence[Any], wrt: Sequence[int]
+) -> dict[int, torch.Tensor]:
+    """backward's gradients as autograd delivers them to the arguments."""
     with user_code("backward"):
         grads = torch.autograd.grad(
             [o for _, o in outputs], [arguments[i] for i in wrt], grad_outputs, allow_unused=True
         )
-    actual = {
+    return {
         index: (g if g is not None else torch.zeros_like(arguments[index])).detach()
         for index, g in zip(wrt, grads, strict=True)
     }
-    return actual, grad_outputs
+
+
+def _misshapen(
+    context: CaseContext,
+    check: str,
+    produced: tuple[Any, ...],
+    grad_outputs: list[torch.Tensor],
+    arguments: Sequence[Any],
+    wrt: Sequence[int],
+) -> list[Result]:
+    """Gradients whose shape, as backward itself returns them, is not the argument's.
+
+    autograd sums a gradient that broadcasts to more dimensions back to the argument's
+    shape, so comparing what it delivers would let such a backward pass.
+    """
+    raw = _raw_backward(context, produced, grad_outputs)
+    problems = []
+    for index in wrt:
+        grad = raw[index] if index < len(raw) else None
+        argument = arguments[index]
+        if not isinstance(grad, torch.Tensor) or grad.shape == argument.shape:
+            continue
+        got, shape = list(grad.shape), list(argument.shape)
+        if _sums_back(grad.shape, argument.shape):
+            hint = (
+                "autograd sums a gradient of a broadcast shape back to the argument's shape, "
+                "so its values can look right; return the gradient in the argument's shape"
+            )
+        else:
+            hint = "autograd rejects a gradient of another shape; return it in the argument's shape"
+        problems.append(context.result(
+            check, Status.FAIL,
+            f"backward returns a gradient of shape {got} for {context.describe_argument(index)}, "
+            f"whose shape is {shape}",
+            input_index=index, hint=hint,
+        ))  # fmt: skip
+    return problems
+
+
+def _raw_backward(
+    context: CaseContext, produced: tuple[Any, ...], grad_outputs: list[torch.Tensor]
+) -> tuple[Any, ...]:
+    """What the Function's backward itself returns, before autograd reshapes or casts it;
+    () for a plain callable, whose gradients autograd computes."""
+    outputs = differentiable_outputs(produced)
+    node = next(
+        (
+            o.grad_fn
+            for _, o in outputs
+            if o.grad_fn is not None
+            and getattr(type(o.grad_fn), "_forward_cls", None) is context.target.obj
+        ),
+        None,
+    )
+    if not context.target.is_function or node is None:
+        return ()
+    # backward receives one grad_output per output of forward: zeros for the others.
+    given = dict(zip((position for position, _ in outputs), grad_outputs, strict=True))
+    every = [
+        given.get(position, torch.zeros_like(output) if isinstance(output, torch.Tensor) else None)
+        for position, output in enumerate(produced)
+    ]
+    with torch.no_grad(), user_code("backward"):
+        raw = context.target.obj.backward(node, *every)
+    return raw if isinstance(raw, tuple) else (raw,)
+
+
+def _sums_back(grad: torch.Size, shape: torch.Size) -> bool:
+    """Whether autograd sums a gradient of shape `grad` back to `shape` (rather than refusing)."""
+    try:
+        return torch.broadcast_shapes(grad, shape) == grad
+    except RuntimeError:
+        return False
 
 
 def _by_argument(expected: Any, n_arguments: int, wrt: Sequence[int]) -> dict[int, Any] | None:

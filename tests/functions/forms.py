@@ -94,3 +94,34 @@ class ExpInPlaceNewStyle(torch.autograd.Function):
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
         (y,) = ctx.saved_tensors
         return grad_output * y
+
+
+# Surrogates with an intended gradient (`expected_gradient`), one of them the wrong shape.
+class RoundStraightThrough(torch.autograd.Function):
+    """round(x) whose backward passes grad_output through unchanged (straight-through)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.round()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return grad_output
+
+
+class RoundStraightThroughUnsqueezed(torch.autograd.Function):
+    """RoundStraightThrough whose gradient has an extra leading dimension of 1: autograd sums
+    it back to the argument's shape, so the values it delivers look right."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.round()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return grad_output.unsqueeze(0)
+
+
+def straight_through(x: torch.Tensor, grad_output: torch.Tensor) -> torch.Tensor:
+    """The intended gradient of a straight-through estimator: grad_output itself."""
+    return grad_output
