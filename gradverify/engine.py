@@ -11,6 +11,7 @@ import torch
 
 from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
+from gradverify.folding import fold
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.results import Report, Result, Status
 from gradverify.settle import settle_inputs
@@ -95,6 +96,7 @@ def run_case(
             produced = get_check(check_id).run(replace(context, earlier=tuple(results)))
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
+            timed = fold(results, timed)
             results.extend(timed)
             if observer is not None:
                 observer.check_finished(timed)

@@ -1,0 +1,68 @@
+"""One root cause, one finding: later failures that repeat an earlier one point at it.
+
+The engine passes each check's results through `fold` before anyone sees them, so the JSON
+report carries `same_as` too. Statuses never change: a folded failure is still a failure;
+only the text report prints it as one line under the finding it repeats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from gradverify.results import Result
+
+# What forward and backward say about a non-finite value for finite inputs
+# (checks/forward.py and checks/backward.py): the first place such a value shows.
+NON_FINITE_WORDS = "for finite inputs"
+
+
+def fold(earlier: Sequence[Result], produced: Sequence[Result]) -> list[Result]:
+    """`produced` (one check's results), each failure that repeats a finding of `earlier`
+    (the results of the checks run before on this case) marked `same_as` that check."""
+    seen = list(earlier)
+    folded = []
+    for result in produced:
+        if result.failed and result.same_as is None:
+            root = _repeated(result, seen)
+            if root is not None:
+                result = replace(result, same_as=root.same_as or root.check)
+        folded.append(result)
+        seen.append(result)
+    return folded
+
+
+def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
+    """The earlier failure of another check that `result` repeats, if any."""
+    others = [r for r in seen if r.failed and r.check != result.check]
+    finding = _finding(result)
+    if finding is not None:
+        for other in others:
+            if _finding(other) == finding:  # gradcheck confirming finite_difference, say
+                return other
+    if non_finite(result):
+        # One inf or nan trips every check downstream: the first to see it tells the story.
+        return next((other for other in others if non_finite(other)), None)
+    return None
+
+
+def _finding(result: Result) -> tuple[object, ...] | None:
+    """What a failure says, without which check said it (None: not comparable)."""
+    if result.analytical is None:
+        return None
+    return (
+        result.input_index,
+        result.output_index,
+        result.element,
+        result.analytical,
+        result.numerical,
+    )
+
+
+def non_finite(result: Result) -> bool:
+    """Whether a failure is about an inf or a nan (in an output, a gradient or an estimate)."""
+    numbers = (result.analytical, result.numerical, result.max_abs_error)
+    if any(number is not None and not math.isfinite(number) for number in numbers):
+        return True
+    return result.check in ("forward", "backward") and NON_FINITE_WORDS in result.message

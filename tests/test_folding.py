@@ -1,0 +1,86 @@
+"""One root cause, one finding: `same_as` on failures that repeat an earlier one."""
+
+from __future__ import annotations
+
+import math
+
+from gradverify.folding import fold
+from gradverify.results import Result, Status
+
+INF_SPEC = """
+target: tests.functions.report:LogOfZero
+cases: [{name: vector, inputs: [{shape: [4], low: 0.5, high: 2.0}]}]
+"""
+
+
+def failure(check: str, message: str = "wrong", **fields) -> Result:
+    return Result("m:F", "c", check, Status.FAIL, message, **fields)
+
+
+def test_one_non_finite_forward_output_is_one_finding(run_spec, find, only):
+    report = run_spec(INF_SPEC)
+    failures = find(report, status="fail")
+    assert {r.check for r in failures} >= {"forward", "backward", "finite_difference", "gradcheck"}
+    assert only(report, check="forward").same_as is None
+    assert all(r.same_as == "forward" for r in failures if r.check != "forward")
+
+
+def test_a_non_finite_gradient_is_the_finding_when_forward_is_fine(run_spec, find, only):
+    report = run_spec(
+        """
+        target: tests.functions.structural_bugs:NaNGradient
+        checks: [forward, backward, finite_difference, gradcheck]
+        cases: [{name: vector, inputs: [{shape: [4]}]}]
+        """
+    )
+    assert only(report, check="backward", status="fail").same_as is None
+    later = find(report, check="finite_difference", status="fail")
+    assert later and all(r.same_as == "backward" for r in later)
+
+
+def test_gradcheck_confirming_finite_difference_points_at_it(buggy_report, find):
+    for gradcheck in find(buggy_report, check="gradcheck", status="fail"):
+        assert gradcheck.same_as == "finite_difference"
+    assert not any(r.same_as for r in find(buggy_report, check="finite_difference"))
+
+
+def test_statuses_never_change():
+    produced = fold(
+        [failure("forward", message="x for finite inputs")],
+        [failure("backward", analytical=math.inf)],
+    )
+    assert produced[0].status is Status.FAIL and produced[0].same_as == "forward"
+
+
+def test_a_finite_finding_after_a_non_finite_output_is_its_own():
+    forward = Result("m:F", "c", "forward", Status.FAIL, "output 0 is inf for finite inputs")
+    real_bug = failure("finite_difference", analytical=1.0, numerical=0.0, max_abs_error=1.0)
+    assert fold([forward], [real_bug])[0].same_as is None
+
+
+def test_different_findings_are_not_folded():
+    first = failure("finite_difference", input_index=0, element=(1,), analytical=1.0, numerical=0.0)
+    other = failure("gradcheck", input_index=1, element=(1,), analytical=1.0, numerical=0.0)
+    assert fold([first], [other])[0].same_as is None
+
+
+def test_failures_of_the_same_check_are_not_folded_into_each_other():
+    produced = fold(
+        [],
+        [
+            failure("gradgradcheck", analytical=math.nan),
+            failure("gradgradcheck", analytical=math.inf),
+        ],
+    )
+    assert [r.same_as for r in produced] == [None, None]
+
+
+def test_a_chain_points_at_its_root():
+    forward = Result("m:F", "c", "forward", Status.FAIL, "output 0 is inf for finite inputs")
+    folded = fold(
+        [forward], [failure("finite_difference", element=(0,), analytical=math.inf, numerical=0.0)]
+    )
+    again = fold(
+        [forward, *folded], [failure("gradcheck", element=(0,), analytical=math.inf, numerical=0.0)]
+    )
+    assert again[0].same_as == "forward"
