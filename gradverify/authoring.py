@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from gradverify.checks.docs import EXPLANATIONS, SUMMARIES
+from gradverify.checks.docs import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
 from gradverify.errors import UsageError
 from gradverify.results import Report, Status
 from gradverify.spec.models import CHECK_IDS, DTYPE_NAMES, FunctionSpec, MultiSpec
@@ -334,18 +335,63 @@ def check_list() -> list[tuple[str, str]]:
     return [(check, SUMMARIES[check]) for check in CHECK_IDS]
 
 
-def explain(name: str) -> str:
-    """What a check (or a lint rule such as GV103) verifies and how to fix its failures."""
-    if name in EXPLANATIONS:
-        return f"{name}: {SUMMARIES[name]}\n\n{EXPLANATIONS[name]}"
-    if RULE_ID.fullmatch(name.upper()):
+def explain(name: str | None = None) -> str:
+    """What a check, a topic (`surrogate`, `kinks`, ...) or a lint rule such as GV103 is,
+    and how to fix what it finds; with no name, the index of everything it can explain.
+
+    Torch is imported only for the lint rules (`lint` and the GV ids), whose registry lives
+    in the lint check.
+    """
+    if name is None:
+        return _explain_index()
+    # `finite-difference`, `Kinks`: the spelling of a flag or a heading finds the name too.
+    spelled = name.strip().lower().replace("-", "_")
+    key = ALIASES.get(spelled, spelled)
+    if key in EXPLANATIONS:
+        text = f"{key}: {SUMMARIES[key]}\n\n{EXPLANATIONS[key]}"
+        return f"{text}\n\n{_rule_list()}" if key == "lint" else text
+    if key in TOPICS:
+        topic_summary, text = TOPICS[key]
+        return f"{key}: {topic_summary}\n\n{text}"
+    if RULE_ID.fullmatch(key.upper()):
         from gradverify.checks.lint import RULES  # imports torch: only for a rule id
 
-        rule = RULES.get(name.upper())
+        rule = RULES.get(key.upper())
         if rule is not None:
             title, remedy = rule
-            return f"{name.upper()} (check lint): {title}\n\nFix: {remedy}."
+            return f"{key.upper()} (check lint): {title}\n\nFix: {remedy}."
         raise UsageError(f"no lint rule {name!r}; the rules are {', '.join(RULES)}")
+    names = [*CHECK_IDS, *TOPICS, *ALIASES]
     raise UsageError(
-        f"no check {name!r}{did_you_mean(name, CHECK_IDS)}; `gradverify checks` lists them"
+        f"no check or topic {name!r}{did_you_mean(spelled, names)}; the topics are "
+        f"{', '.join(TOPICS)}, and `gradverify explain` lists everything it explains"
     )
+
+
+def _explain_index() -> str:
+    width = max(len(name) for name in [*CHECK_IDS, *TOPICS])
+    checks = [f"  {check.ljust(width)}  {SUMMARIES[check]}" for check in CHECK_IDS]
+    topics = [f"  {name.ljust(width)}  {TOPICS[name][0]}" for name in TOPICS]
+    return "\n".join(
+        [
+            "gradverify explain NAME, where NAME is",
+            "a check:",
+            *checks,
+            "a topic:",
+            *topics,
+            "or a lint rule id such as GV103 (`gradverify explain lint` lists them).",
+        ]
+    )
+
+
+def _rule_list() -> str:
+    """Every lint rule from the registry, title and remedy, in the order of their ids."""
+    from gradverify.checks.lint import RULES  # imports torch
+
+    lines = ["The rules (`gradverify explain GV101` for one):"]
+    for rule, (title, remedy) in RULES.items():
+        lines.append(f"  {rule}  {title}")
+        lines += textwrap.wrap(
+            f"Fix: {remedy}.", width=88, initial_indent=" " * 9, subsequent_indent=" " * 9
+        )
+    return "\n".join(lines)

@@ -319,11 +319,15 @@ def checks() -> None:
 @app.command()
 def explain(
     name: Annotated[
-        str,
-        typer.Argument(help="A check id (`gradverify checks`) or a lint rule id such as GV103."),
-    ],
+        str | None,
+        typer.Argument(
+            help="A check id (`gradverify checks`), a topic (surrogate, approximate, kinks) "
+            "or a lint rule id such as GV103; none lists them all.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Show what a check verifies and how to fix its common failures."""
+    """Show what a check or a topic is about and how to fix its common failures."""
     from gradverify.authoring import explain as explanation
 
     def show() -> int:

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from gradverify.authoring import spec_schema
 from gradverify.checks import REGISTRY, get_check
-from gradverify.checks.docs import EXPLANATIONS, SUMMARIES
+from gradverify.checks.docs import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
 from gradverify.checks.lint import RULES
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
@@ -139,16 +139,103 @@ def test_explain_a_lint_rule():
 
 @pytest.mark.parametrize(
     ("name", "words"),
-    [("gradchek", "no check 'gradchek' (did you mean 'gradcheck'?)"), ("GV199", "no lint rule")],
+    [
+        ("gradchek", "no check or topic 'gradchek' (did you mean 'gradcheck'?)"),
+        ("surogate", "no check or topic 'surogate' (did you mean 'surrogate'?)"),
+        ("aproximate", "no check or topic 'aproximate' (did you mean 'approximate'?)"),
+        ("wasted-wrk", "no check or topic 'wasted-wrk' (did you mean 'wasted_work'?)"),
+        ("GV199", "no lint rule 'GV199'"),
+    ],
 )
 def test_explain_something_unknown(name, words):
     result = invoke("explain", name)
     assert result.exit_code == ExitCode.USAGE
     assert words in result.stderr
+    assert result.stdout == ""
+
+
+def test_explain_unknown_lists_the_topics():
+    result = invoke("explain", "nothing-like-it")
+    assert result.exit_code == ExitCode.USAGE
+    assert "(did you mean" not in result.stderr
+    assert f"the topics are {', '.join(TOPICS)}" in result.stderr
+
+
+def test_topics_aliases_and_checks_do_not_collide():
+    assert not set(TOPICS) & set(CHECK_IDS)
+    assert not set(ALIASES) & {*TOPICS, *CHECK_IDS}
+    assert set(ALIASES.values()) <= {*TOPICS, *CHECK_IDS}
+
+
+@pytest.mark.parametrize("topic", ["surrogate", "approximate", "kinks"])
+def test_explain_a_topic(topic):
+    result = invoke("explain", topic)
+    assert result.exit_code == 0, result.output
+    summary, text = TOPICS[topic]
+    assert result.stdout == f"{topic}: {summary}\n\n{text}\n"
 
 
 @pytest.mark.parametrize(
-    "arguments", [["checks"], ["explain", "gradgradcheck"], ["init", "--help"]]
+    ("name", "explained"),
+    [
+        ("wasted_work", "layouts"),
+        ("non_contiguous", "layouts"),
+        ("requires_grad_off", "layouts"),
+        ("needs_input_grad", "layouts"),
+        ("Finite-Difference", "finite_difference"),
+        ("max_error", "approximate"),
+        ("Kinks", "kinks"),
+    ],
+)
+def test_explain_finds_a_name_as_users_meet_it(name, explained):
+    result = invoke("explain", name)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"{explained}: ")
+
+
+def test_explain_layouts_covers_each_variant():
+    text = invoke("explain", "layouts").stdout
+    sections = re.split(r"\n(?=\S)", text.split("\n\n", 2)[2])
+    headings = [section.splitlines()[0] for section in sections if section.strip()]
+    assert headings[:3] == [
+        "non-contiguous (`variants: {non_contiguous: false}` turns it off)",
+        "requires_grad off (`variants: {requires_grad_off: false}` turns it off)",
+        "wasted work (needs_input_grad)",
+    ]
+    assert "ctx.needs_input_grad[i]" in text
+
+
+def test_explain_lint_lists_every_rule_from_the_registry(monkeypatch):
+    # A rule added to the registry is listed without touching the explanation.
+    monkeypatch.setitem(RULES, "GV199", ("a rule added later", "do the right thing"))
+    result = invoke("explain", "lint")
+    assert result.exit_code == 0, result.output
+    listed = re.findall(r"^  (GV\d{3})  (.*)$", result.stdout, re.M)
+    assert listed == [(rule, title) for rule, (title, _) in RULES.items()]
+    assert "Fix: do the right thing." in result.stdout
+    assert result.stdout.startswith(f"lint: {SUMMARIES['lint']}\n\n{EXPLANATIONS['lint']}")
+
+
+def test_explain_without_a_name_lists_every_check_and_topic():
+    result = invoke("explain")
+    assert result.exit_code == 0, result.output
+    names = re.findall(r"^  (\S+)  ", result.stdout, re.M)
+    assert names == [*CHECK_IDS, *TOPICS]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["checks"],
+        ["explain"],
+        ["explain", "gradgradcheck"],
+        ["explain", "kinks"],
+        ["explain", "surrogate"],
+        ["explain", "approximate"],
+        ["explain", "layouts"],
+        ["explain", "--help"],
+        ["init", "--help"],
+    ],
 )
 def test_checks_explain_and_init_help_do_not_import_torch(arguments):
     completed = run_python_cli(arguments)

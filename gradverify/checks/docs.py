@@ -1,8 +1,11 @@
-"""What each check verifies, for `gradverify checks` and `gradverify explain CHECK`.
+"""What each check verifies, and the topics around them, for `gradverify checks` and
+`gradverify explain NAME`.
 
 Kept apart from the check modules, which import torch: listing or explaining checks must
 stay instant. The one-line summaries are the checks' own `description`s (a test keeps them
 equal); the explanations say how the check works and how to fix what it commonly finds.
+TOPICS explain what is not a check of its own: the gradient modes and kinks. The lint
+rules are listed from their registry (gradverify.checks.lint.RULES), not here.
 """
 
 from __future__ import annotations
@@ -50,18 +53,8 @@ EXPLANATIONS: dict[str, str] = {
 Reads the Function's source (forward, setup_context, backward) and the graph node one call
 of forward leaves behind, looking for pitfalls that work today and corrupt gradients later.
 Each finding has a stable rule id, your file and line, and the remedy; run
-`gradverify explain GV101` (… GV105) for one rule.
-
-  GV101  a tensor stored as an attribute of ctx (ctx.x = x): save it with
-         ctx.save_for_backward(x) and read ctx.saved_tensors; keep only non-tensors on ctx.
-  GV102  `.data` in forward or backward: use .detach() or torch.no_grad() instead.
-  GV103  an in-place operation on grad_output or a saved tensor in backward: compute a new
-         tensor (grad_output * 2, not grad_output.mul_(2)).
-  GV104  backward returns a different number of values than forward has arguments: return
-         one gradient per argument, None for literals and integer tensors.
-  GV105  save_for_backward given a non-tensor: store floats and shapes as ctx attributes.
-
-Findings are `warn` unless the pitfall makes this case crash or compute a wrong result.""",
+`gradverify explain GV101` for one rule. Findings are `warn` unless the pitfall makes this
+case crash or compute a wrong result.""",
     "forward": """\
 Calls forward (through .apply) on the case's inputs and verifies that it runs, that every
 differentiable output is a floating or complex tensor, that no output holds NaN or Inf for
@@ -93,19 +86,34 @@ Common failures and fixes:
   - nondeterministic: random numbers or atomic adds in backward; if intended, raise
     `nondet_tol` in the spec's `tolerance`.""",
     "layouts": """\
-Runs each case again with each tensor argument of rank >= 2 made non-contiguous (same
-values, other strides), and with each argument in turn having requires_grad off; outputs
-and gradients must match the declared layout. A gradient computed although
-ctx.needs_input_grad says it is not needed is a `warn` (wasted work).
+Runs each case again with one argument at a time in another layout, and compares the
+outputs and the gradients still asked for with those of the declared layout. Each variant
+can be turned off under `variants:` in the spec.
 
-Common failures and fixes:
-  - a crash for a non-contiguous argument ("view size is not compatible…"): use
-    .reshape() instead of .view(), or call .contiguous() first.
-  - different values for a non-contiguous argument: code that reads .data_ptr() or
-    assumes strides (custom kernels): make the input contiguous before the kernel.
-  - a crash with requires_grad off: backward must cope with None gradients not needed;
-    check ctx.needs_input_grad[i] before computing gradient i.
-Turn variants off with `variants: {non_contiguous: false}` or `{requires_grad_off: false}`.""",
+non-contiguous (`variants: {non_contiguous: false}` turns it off)
+  Each tensor argument of rank >= 2 with the same values and other strides, as x.t() hands
+  a Function.
+  - a crash ("view size is not compatible…"): use .reshape() instead of .view(), or call
+    .contiguous() first.
+  - different values: code that reads memory as if it were contiguous (as_strided,
+    .data_ptr(), a C++ or CUDA kernel): call .contiguous() on the inputs in forward.
+
+requires_grad off (`variants: {requires_grad_off: false}` turns it off)
+  Each argument that requires grad, in turn, with requires_grad off while the others keep
+  it, as when a weight is frozen.
+  - a crash: backward assumes every argument requires grad: a gradient left unassigned
+    when ctx.needs_input_grad[i] is False, or a None used as a tensor.
+  - different gradients for the other arguments: a branch on ctx.needs_input_grad (or
+    requires_grad) that changes what is computed for them.
+
+wasted work (needs_input_grad)
+  In the requires_grad-off runs, backward still computes the gradient of an argument whose
+  ctx.needs_input_grad entry is False. The result is right, only slower, so it is a `warn`:
+  one per case, naming every argument concerned. Fix: compute gradient i only
+  `if ctx.needs_input_grad[i]`, and return None for it otherwise.
+
+When the outputs change with the seed (a Function that draws random numbers), the variants
+are only checked for crashes.""",
     "finite_difference": """\
 Computes the full Jacobian of forward by central differences,
 (f(x + eps) - f(x - eps)) / (2 eps), on float64 copies of the inputs, and compares it with
@@ -188,6 +196,92 @@ Common failures and fixes:
     dimensions (out_dims) matching where the batch dimension ends up.
   - with generate_vmap_rule, forward must be written with the new-style signature
     (forward without ctx, plus setup_context) and only torch operations.""",
+}
+
+# Topics that are not checks: name -> (one-line summary, explanation).
+TOPICS: dict[str, tuple[str, str]] = {
+    "surrogate": (
+        "`gradient: surrogate`: a backward that is on purpose not the derivative",
+        """\
+Some backward passes are deliberately not the derivative of forward: straight-through
+estimators (sign or round in forward, the identity in backward), gradient reversal
+(backward returns -grad_output), gradient clipping in backward, VQGAN's ClampWithGrad and
+ReplaceGrad. Comparing them with finite differences would call correct code wrong.
+
+With `gradient: surrogate` in the spec, the value comparisons (finite_difference,
+gradcheck, gradgradcheck, jvp) are `skip` with that reason, and every structural check
+still runs: lint, forward, backward (one well-formed gradient per argument), layouts,
+reference, vmap.
+
+To check the values too, name the gradient you meant:
+
+  gradient: surrogate
+  expected_gradient: mypkg.ops:ste_gradient   # expected(*inputs, *grad_outputs)
+
+and the expected_gradient check compares backward with it (`gradverify explain
+expected_gradient`); specs/surrogates.yaml has examples.
+
+A surrogate checked in the default `exact` mode fails finite_difference, and where the
+mismatch looks deliberate (a straight-through estimator) the hint names `gradient:
+surrogate`. Declare it only when the difference is intended: a real bug also makes backward
+differ from the derivative, and surrogate mode stops looking for it.""",
+    ),
+    "approximate": (
+        "`gradient: approximate`: a backward close to the derivative, within `max_error`",
+        """\
+For a backward that approximates the derivative on purpose: a gradient from an external
+library, a truncated series, an estimator. Exact checks would fail it on a difference that
+is known and accepted.
+
+With `gradient: approximate` (and `max_error`, default 1e-3) in the spec:
+  - finite_difference reports the gradient's error relative to its largest value,
+    max|analytical - numerical| / max|numerical|, as a figure, and fails only above
+    max_error;
+  - gradcheck and gradgradcheck are `skip` (their pass or fail has no room for a known
+    error); jvp is judged by the same relative figure.
+
+  gradient: approximate
+  max_error: 1.0e-2
+
+If two backward runs on the same inputs differ (a stochastic estimator), `backward` reports
+it as nondeterminism unless `tolerance: {nondet_tol: ...}` allows the difference.""",
+    ),
+    "kinks": (
+        "non-differentiable points (ReLU at 0, a clamp at its bounds) and how they are judged",
+        """\
+A kink is an input value where the Function is not differentiable: ReLU at 0, a clamp at
+its bounds, abs at 0, max where two values tie. Any subgradient is a right answer there,
+but a central difference across the kink averages the two slopes (0.5 against an
+analytical 0 or 1), so plain gradcheck calls correct code wrong. gradverify does not:
+
+  - At each mismatching entry it samples the output along that coordinate at x-eps,
+    x-eps/2, x, x+eps/2 and x+eps. A smooth function fits a quadratic to rounding error; a
+    kink leaves a residual in proportion to its change of slope. A jump between finite and
+    non-finite values counts too.
+  - A mismatch at a kink is a `warn` when the analytical value lies between the one-sided
+    slopes, and still a `fail` outside them ("wrong only at non-differentiable points").
+  - gradcheck and gradgradcheck run again with those elements held fixed, so everything
+    else they check still counts.
+  - Randomly drawn inputs within eps of a kink are drawn again (at most 5 times; the
+    report says so). Explicit `values` are never changed: a value on a kink on purpose
+    passes with a warning.
+
+List the kinks you know in the spec, and generated values keep at least 10·eps away:
+
+  kinks: [0.0, 2.0]""",
+    ),
+}
+
+# Other names users meet in reports and specs -> the check or topic that explains them.
+ALIASES: dict[str, str] = {
+    "non_contiguous": "layouts",
+    "requires_grad_off": "layouts",
+    "variants": "layouts",
+    "wasted_work": "layouts",
+    "needs_input_grad": "layouts",
+    "kink": "kinks",
+    "expected": "expected_gradient",
+    "max_error": "approximate",
 }
 
 
