@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
+from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.spec.models import FunctionSpec, Tolerance
 from gradverify.target import Target
@@ -155,4 +156,4 @@ def _user_location(error: BaseException) -> str | None:
     if not frames:
         return None
     last = frames[-1]
-    return f"{Path(last.filename).name}:{last.lineno}"
+    return f"{user_path(last.filename)}:{last.lineno}"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
+from gradverify.paths import user_path
 from gradverify.results import Result
 
 
@@ -53,15 +53,8 @@ def argument(result: Result) -> str:
 
 
 def relative_path(path: str) -> str:
-    """`path` relative to the current directory when it lies below it, else as given."""
-    given = Path(path)
-    if not given.is_absolute():
-        return given.as_posix()
-    for base in (Path.cwd(), Path.cwd().resolve()):
-        for candidate in (given, given.resolve()):
-            if candidate.is_relative_to(base):
-                return candidate.relative_to(base).as_posix()
-    return given.as_posix()
+    """`path` as the user can open or find it (see `gradverify.paths.user_path`)."""
+    return user_path(path)
 
 
 def _place(file: str, line: int | None) -> str:

@@ -131,7 +131,7 @@ def test_jvp_reading_tensors_saved_for_backward_fails_with_the_lead(run_spec, on
     report = run_one(run_spec, "JvpWithoutSaveForForward", "[{shape: [4]}]")
     result = only(report, check=CHECK)
     assert result.status.value == "fail"
-    assert result.message.startswith("jvp raised ValueError at forward_mode.py:")
+    assert result.message.startswith("jvp raised ValueError at tests/functions/forward_mode.py:")
     assert "ctx.save_for_forward" in result.hint
     assert any("ctx.saved_tensors" in line for line in result.details)
 
