@@ -38,6 +38,7 @@ class OutputFormat(str, Enum):
     junit = "junit"
     github = "github"
     sarif = "sarif"
+    html = "html"
 
 
 class Mode(str, Enum):
@@ -92,7 +93,7 @@ def check(
         typer.Option(
             "--format",
             help="Report format: text for people, json for scripts, junit, github "
-            "(Actions annotations) or sarif (code scanning) for CI.",
+            "(Actions annotations), sarif (code scanning) or html (a page to keep) for CI.",
         ),
     ] = None,
     output: Annotated[

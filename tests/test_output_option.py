@@ -49,6 +49,7 @@ FILE_CHECKS = {
     "junit": junit_failed,
     "github": lambda text: text.startswith("::error file=specs/buggy.yaml,line="),
     "sarif": lambda text: not sarif_errors(text) and json.loads(text)["version"] == "2.1.0",
+    "html": lambda text: text.startswith("<!DOCTYPE html>") and 'class="finding fail"' in text,
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gradverify.report import github, json_format, junit, sarif, text
+from gradverify.report import github, html, json_format, junit, sarif, text
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report
 
@@ -16,6 +16,7 @@ FORMATS: dict[str, Renderer] = {
     "junit": junit.render,
     "github": github.render,
     "sarif": sarif.render,
+    "html": html.render,
 }
 
 __all__ = ["FORMATS", "RenderOptions", "Renderer"]
