@@ -1,4 +1,5 @@
-"""One root cause, one finding: later failures that repeat an earlier one point at it.
+"""One root cause, one finding: later failures (or warnings) that repeat an earlier one
+point at it.
 
 The engine passes each check's results through `fold` before anyone sees them, so the JSON
 report carries `same_as` too. Statuses never change: a folded failure is still a failure;
@@ -11,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gradverify.results import Result
+from gradverify.results import Result, Status
 
 # What forward and backward say about a non-finite value for finite inputs
 # (checks/forward.py and checks/backward.py): the first place such a value shows.
@@ -19,12 +20,12 @@ NON_FINITE_WORDS = "for finite inputs"
 
 
 def fold(earlier: Sequence[Result], produced: Sequence[Result]) -> list[Result]:
-    """`produced` (one check's results), each failure that repeats a finding of `earlier`
-    (the results of the checks run before on this case) marked `same_as` that check."""
+    """`produced` (one check's results), each failure or warning that repeats a finding of
+    `earlier` (the results of the checks run before on this case) marked `same_as` it."""
     seen = list(earlier)
     folded = []
     for result in produced:
-        if result.failed and result.same_as is None:
+        if result.status in (Status.FAIL, Status.WARN) and result.same_as is None:
             root = _repeated(result, seen)
             if root is not None:
                 result = replace(result, same_as=root.same_as or root.check)
@@ -34,14 +35,15 @@ def fold(earlier: Sequence[Result], produced: Sequence[Result]) -> list[Result]:
 
 
 def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
-    """The earlier failure of another check that `result` repeats, if any."""
-    others = [r for r in seen if r.failed and r.check != result.check]
+    """The earlier finding (a failure, or a warning) of another check that `result`
+    repeats, if any."""
+    others = [r for r in seen if r.status is result.status and r.check != result.check]
     finding = _finding(result)
     if finding is not None:
         for other in others:
             if _finding(other) == finding:  # gradcheck confirming finite_difference, say
                 return other
-    if non_finite(result):
+    if result.failed and non_finite(result):
         # One inf or nan trips every check downstream: the first to see it tells the story.
         return next((other for other in others if non_finite(other)), None)
     return None

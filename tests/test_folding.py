@@ -84,3 +84,24 @@ def test_a_chain_points_at_its_root():
         [forward, *folded], [failure("gradcheck", element=(0,), analytical=math.inf, numerical=0.0)]
     )
     assert again[0].same_as == "forward"
+
+
+def test_a_kink_warning_repeated_by_gradcheck_points_at_finite_difference(run_spec, find):
+    report = run_spec(
+        """
+        target: gradverify.examples.activations:ClippedReLU
+        checks: [finite_difference, gradcheck]
+        cases: [{name: at_kinks, inputs: [{values: [-1.5, 0.0, 0.5, 1.0, 1.5]}, 1.0]}]
+        """
+    )
+    (first,) = find(report, check="finite_difference", status="warn")
+    (again,) = find(report, check="gradcheck", status="warn")
+    assert (first.same_as, again.same_as) == (None, "finite_difference")
+
+
+def test_a_warning_never_folds_into_a_failure():
+    failed = failure("finite_difference", element=(0,), analytical=1.0, numerical=0.0)
+    warned = Result(
+        "m:F", "c", "gradcheck", Status.WARN, "kink", element=(0,), analytical=1.0, numerical=0.0
+    )
+    assert fold([failed], [warned])[0].same_as is None
