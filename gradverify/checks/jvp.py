@@ -8,7 +8,6 @@ the one-sided slopes along u disagree (a kink) any value between them is accepte
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,10 +18,11 @@ from typing import Any, ClassVar
 import torch
 import torch.autograd.forward_ad as forward_ad
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.base import CaseContext, UserCodeError, call_forward, user_code
 from gradverify.checks.compare import compare
 from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.jacobian import OutputLayout, differentiable_outputs
+from gradverify.checks.jvp_crash import jvp_crash
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
 from gradverify.target import Target
@@ -64,7 +64,7 @@ class JvpCheck:
         try:
             return self._judge_all(context, arguments, wrt, notes)
         except UserCodeError as error:
-            return [_crash(context, self.id, error)]
+            return [jvp_crash(context, self.id, error)]
 
     def _judge_all(
         self, context: CaseContext, arguments: Sequence[Any], wrt: list[int], notes: tuple[str, ...]
@@ -310,25 +310,6 @@ def _dtype_problem(
         hint="forward-mode AD keeps the tangent's dtype, so precision is silently lost; compute "
         "the tangent in the output's dtype",
     )
-
-
-def _crash(context: CaseContext, check: str, error: UserCodeError) -> Result:
-    """A crash, with a lead when jvp cannot have saved what it reads."""
-    result = crash_result(context, check, error)
-    if error.phase != "jvp" or not result.failed or _mentions_save_for_forward(context.target):
-        return result
-    hint = (
-        "jvp runs during forward and sees only tensors saved with ctx.save_for_forward "
-        "(ctx.save_for_backward is for backward): likely a missing ctx.save_for_forward"
-    )
-    return replace(result, hint=hint)
-
-
-def _mentions_save_for_forward(target: Target) -> bool:
-    try:
-        return "save_for_forward" in inspect.getsource(target.obj)
-    except (OSError, TypeError):
-        return True  # unknown: offer no lead rather than a wrong one
 
 
 def _hint(

@@ -136,6 +136,50 @@ def test_jvp_reading_tensors_saved_for_backward_fails_with_the_lead(run_spec, on
     assert any("ctx.saved_tensors" in line for line in result.details)
 
 
+def jvp_failure(run_spec, only, target):
+    report = run_spec(
+        f"""
+        target: {target}
+        checks: [jvp]
+        cases: [{{name: case, inputs: [{{shape: [4]}}]}}]
+        """
+    )
+    result = only(report, check=CHECK)
+    assert result.status.value == "fail"
+    return result
+
+
+@pytest.mark.parametrize(
+    ("name", "how"),
+    [
+        ("JvpRaisesNotImplemented", "(it raises NotImplementedError at tests/functions/hints.py:"),
+        ("JvpPass", "(it returns None)"),
+    ],
+)
+def test_a_placeholder_jvp_is_called_not_implemented(run_spec, only, name, how):
+    result = jvp_failure(run_spec, only, f"tests.functions.hints:{name}")
+    assert result.message.startswith(f"the Function's jvp is not implemented {how}")
+    assert "INTERNAL ASSERT" not in result.message
+    assert result.hint.startswith("implement it, or remove it")
+    assert "save_for_forward" not in result.hint
+
+
+@pytest.mark.parametrize(
+    ("target", "lead"),
+    [
+        (f"{FORWARD_MODE}:JvpWithoutSaveForForward", "likely a missing ctx.save_for_forward"),
+        ("tests.functions.hints:JvpReadsMissingAttribute", "jvp reads ctx.scale, which forward"),
+        ("tests.functions.hints:JvpIntegerTangent", "not a floating point tensor"),
+    ],
+)
+def test_a_jvp_that_crashes_gets_the_lead_its_error_shows(run_spec, only, target, lead):
+    result = jvp_failure(run_spec, only, target)
+    assert "not implemented" not in result.message
+    assert lead in result.hint
+    if "save_for_forward" not in lead:
+        assert "save_for_forward" not in result.hint
+
+
 def test_tangent_in_a_lower_dtype_fails(run_spec, only):
     report = run_one(run_spec, "JvpInFloat32", "[{shape: [4]}]")
     result = only(report, check=CHECK)

@@ -209,13 +209,12 @@ class JvpPass(_Square):
         pass
 
 
-class JvpForgotSaveForForward(_Square):
-    """jvp reads ctx.saved_tensors, which forward saved for backward only."""
+class JvpIntegerTangent(_Square):
+    """Bug: jvp rounds the tangent to an integer tensor (torch fails with an internal assert)."""
 
     @staticmethod
     def jvp(ctx: Any, x_tangent: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return 2 * x * x_tangent
+        return x_tangent.round().long()
 
 
 class JvpReadsMissingAttribute(_Square):
