@@ -138,6 +138,7 @@ def test_the_readme_commands(project):
         "junit",
         "github",
         "sarif",
+        "html",
     ]
     for words in commands:
         result = invoke(*words[1:], *FAST)
@@ -199,3 +200,14 @@ def test_the_readme_sarif_steps_upload_a_valid_log(project):
     log = (project / upload["with"]["sarif_file"]).read_text(encoding="utf-8")
     assert sarif_errors(log) == []
     assert json.loads(log)["runs"][0]["results"]
+
+
+def test_the_docs_html_steps_upload_the_page_they_write(project):
+    steps = yaml.safe_load(
+        textwrap.dedent(code_blocks("yaml", docs_section("integrations.md", "GitHub Actions"))[2])
+    )
+    (completed,) = run_steps(steps, project)
+    assert completed.returncode == ExitCode.FAILED, completed.stderr
+    upload = step_using(steps, "actions/upload-artifact@")
+    assert upload["if"] == "always()"
+    assert FILE_CHECKS["html"]((project / upload["with"]["path"]).read_text(encoding="utf-8"))
