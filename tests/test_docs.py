@@ -323,3 +323,58 @@ def test_the_readme_pre_commit_snippet_is_the_one_the_docs_test():
     readme = yaml_after(ROOT / "README.md", "**pre-commit**")
     docs = yaml_after(ROOT / "docs" / "integrations.md", "\n## pre-commit\n")
     assert readme == docs
+
+
+# --- the references are complete ------------------------------------------------------------
+
+
+def page_text(name: str) -> str:
+    return (ROOT / "docs" / name).read_text(encoding="utf-8")
+
+
+def test_every_check_has_a_row_in_docs_checks():
+    from gradverify.spec.models import CHECK_IDS
+
+    rows = re.findall(r"^\| `(\w+)` \|", page_text("checks.md"), re.M)
+    missing = [check for check in CHECK_IDS if check not in rows]
+    assert not missing, f"docs/checks.md: add a row to the check table for {missing}"
+
+
+def test_every_lint_rule_has_a_row_in_docs_checks():
+    from gradverify.checks.lint import RULES
+
+    text = page_text("checks.md")
+    table = text[text.index("\n## Lint rules\n") :]
+    rows = re.findall(r"^\| `(GV\d{3})` \|", table, re.M)
+    assert rows == list(RULES), "docs/checks.md: the lint rule table lists every rule, in order"
+
+
+def test_every_output_format_is_described_in_docs_formats():
+    from gradverify.cli import OutputFormat
+
+    text = page_text("formats.md")
+    missing = [f.value for f in OutputFormat if f"- **{f.value}**" not in text]
+    assert not missing, f"docs/formats.md: describe --format {missing} (a `- **name**` item)"
+
+
+def test_every_spec_key_is_in_docs_spec():
+    from gradverify.spec import models
+
+    owners = [
+        models.FunctionSpec,
+        models.MultiSpec,
+        models.Case,
+        models.TensorInput,
+        models.LiteralInput,
+        models.Tolerance,
+        models.LowPrecision,
+        models.Variants,
+    ]
+    text = page_text("spec.md")
+    missing = [
+        f"{owner.__name__}.{key}"
+        for owner in owners
+        for key in owner.model_fields
+        if f"`{key}" not in text and f"{key}:" not in text
+    ]
+    assert not missing, f"docs/spec.md: document the spec keys {missing}"
