@@ -436,7 +436,7 @@ def test_init_tries_the_spec_in_a_worker_process_by_default(module):
     assert result.exit_code == ExitCode.OK, result.output
 
 
-# --- the docs' snippets (docs/authoring.md) ----------------------------------------------------------------
+# --- the docs' snippets (docs/authoring.md) -----------------------------------------------
 
 
 def authoring_page() -> str:
