@@ -9,6 +9,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
 from gradverify.checks.jacobian import differentiable_outputs, unravel
+from gradverify.checks.stochastic import run_to_run_spread
 from gradverify.inputs import fresh_copies
 from gradverify.results import Result, Status
 
@@ -54,13 +55,17 @@ class BackwardCheck:
             )
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
-        problems += _nondeterministic(context, self.id, first, again, arguments)
+        spread = None
+        if context.spec.gradient == "approximate":
+            spread = run_to_run_spread(first, again)  # a stochastic estimator's, as declared
+        else:
+            problems += _nondeterministic(context, self.id, first, again, arguments)
         if problems:
             return problems
         crash = _partial_use_crash(context, self.id, outputs, arguments, snapshots)
         if crash is not None:
             return [crash]
-        return [context.result(self.id, Status.PASS, _summary(first, arguments))]
+        return [context.result(self.id, Status.PASS, _summary(first, arguments, spread))]
 
 
 def _grad_outputs(outputs: Sequence[Any], generator: torch.Generator) -> list[torch.Tensor | None]:
@@ -353,15 +358,19 @@ def _nondeterministic(
                     value_labels=("first run", "second run"),
                     max_abs_error=worst,
                     hint="random numbers or atomics in backward; if that is intended, raise "
-                    "tolerance.nondet_tol",
+                    "tolerance.nondet_tol (atomics), or declare a stochastic estimator with "
+                    "`gradient: approximate` and `samples:`",
                 )
             )
     return problems
 
 
-def _summary(grads: Gradients, arguments: Sequence[Any]) -> str:
+def _summary(grads: Gradients, arguments: Sequence[Any], spread: float | None = None) -> str:
     returned = sum(1 for g in grads[: len(arguments)] if g is not None)
-    return f"{returned} gradient(s) for {len(arguments)} argument(s), well-formed and deterministic"
+    counted = f"{returned} gradient(s) for {len(arguments)} argument(s)"
+    if spread:  # gradient: approximate, and the runs differ
+        return f"{counted}, well-formed; two runs differ by up to {spread:.3g} (stochastic)"
+    return f"{counted}, well-formed and deterministic"
 
 
 def _dtype(dtype: torch.dtype) -> str:

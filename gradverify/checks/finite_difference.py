@@ -7,7 +7,7 @@ with group testing to name a wrong entry (`checks/randomized.py`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
@@ -31,6 +31,7 @@ from gradverify.checks.modes import (
     resolve_mode,
 )
 from gradverify.checks.randomized import Localizer
+from gradverify.checks.stochastic import mean_jacobians, mean_note, samples_hint
 from gradverify.inputs import differentiable_indices, fresh_copies, promoted_arguments
 from gradverify.results import Result, Status
 
@@ -53,6 +54,8 @@ class Blocks:
     analytical: dict[int, torch.Tensor]
     numerical: dict[int, torch.Tensor]
     evaluate: Evaluate  # the outputs the rows stand for, at given arguments
+    # approximate: per argument, the largest standard deviation of a backward run's entry
+    spread: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ class FiniteDifferenceCheck:
         if mode == "randomized":
             return randomized_run(context, self.id, arguments, wrt, (*notes, reason))
         try:
-            blocks = jacobian_blocks(context, arguments, wrt)
+            approximate = context.spec.gradient == "approximate"
+            blocks = jacobian_blocks(context, arguments, wrt, approximate=approximate)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
         if blocks is None:
@@ -138,18 +142,30 @@ def randomized_run(
 
 
 def jacobian_blocks(
-    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int]
+    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int], approximate: bool = False
 ) -> Blocks | None:
-    """Analytical and numerical Jacobians of every differentiable output w.r.t. each of `wrt`."""
+    """Analytical and numerical Jacobians of every differentiable output w.r.t. each of `wrt`.
+
+    `approximate`: the analytical ones are the mean of the spec's `samples` backward runs,
+    and how far runs differ is measured.
+    """
     selection = forward_selection(context.target.call, arguments)
     if selection is None:
         return None
-    analytical = analytical_jacobians(list(selection.outputs), arguments, wrt)
+    spread: dict[int, float] = {}
+    if approximate:
+        samples = context.spec.backward_samples
+        outputs = list(selection.outputs)
+        analytical, spread = mean_jacobians(outputs, arguments, wrt, samples, measure_spread=True)
+    else:
+        analytical = analytical_jacobians(list(selection.outputs), arguments, wrt)
     numerical = {
         index: numerical_jacobian(selection.evaluate, arguments, index, context.tolerance.eps)
         for index in wrt
     }
-    return Blocks(tuple(arguments), selection.layout, analytical, numerical, selection.evaluate)
+    return Blocks(
+        tuple(arguments), selection.layout, analytical, numerical, selection.evaluate, spread
+    )
 
 
 def assess(context: CaseContext, index: int, blocks: Blocks) -> Assessment:
@@ -280,16 +296,18 @@ def measure(
     row, column = divmod(flat, max(difference.shape[1], 1)) if difference.numel() else (0, 0)
     verdict = Status.PASS if error <= allowed else Status.FAIL
     relation = "within" if verdict is Status.PASS else "above"
+    samples, spread = context.spec.backward_samples, blocks.spread.get(index)
     return context.result(
         check, verdict,
         f"gradient of {context.describe_argument(index)} has error {error:.3g} relative to its "
         f"largest value, {relation} max_error {allowed:g}",
         input_index=index,
+        hint=samples_hint(samples, spread, allowed * scale) if verdict is Status.FAIL else None,
         element=unravel(column, blocks.arguments[index].shape),
         analytical=float(analytical[row, column]) if difference.numel() else None,
         numerical=float(numerical[row, column]) if difference.numel() else None,
         max_abs_error=float(difference.max()) if difference.numel() else 0.0,
-        max_rel_error=error, notes=notes,
+        max_rel_error=error, notes=(*notes, *mean_note(samples, spread)),
     )  # fmt: skip
 
 

@@ -34,6 +34,7 @@ from gradverify.checks.jacobian import (
 )
 from gradverify.checks.maps import located_map
 from gradverify.checks.randomized import PROJECTIONS, Entry, Examination, Problem
+from gradverify.checks.stochastic import mean_note
 from gradverify.checks.torch_gradcheck import gradient_selection
 from gradverify.inputs import differentiable_indices
 from gradverify.results import Result, Status
@@ -86,9 +87,11 @@ def first_order_problem(
     if selection is None:
         return None
     tol = context.tolerance
+    # approximate: each projection vᵀJ is the mean of `samples` backward runs
+    samples = context.spec.backward_samples if context.spec.gradient == "approximate" else 1
     return Problem(
         selection.evaluate, tuple(arguments), tuple(wrt), selection.outputs, selection.layout,
-        tol.eps, tol.atol, tol.rtol,
+        tol.eps, tol.atol, tol.rtol, samples=samples,
     )  # fmt: skip
 
 
@@ -206,7 +209,7 @@ def projected_measure(
         f"relative to its largest projection vᵀJu, {relation} max_error {allowed:g}",
         input_index=index, max_abs_error=max(errors, default=0.0), max_rel_error=error,
         hint=None if verdict is Status.PASS else "use `mode: full` to measure every entry",
-        notes=notes,
+        notes=(*notes, *mean_note(context.spec.backward_samples, None)),
     )  # fmt: skip
 
 

@@ -73,6 +73,7 @@ class Problem:
     atol: float
     rtol: float
     phase: str = "backward"
+    samples: int = 1  # backward runs averaged per projection (a stochastic estimator)
 
     @property
     def complex(self) -> bool:
@@ -337,19 +338,20 @@ class Localizer:
         ]
         connected = [(o, p) for o, p in connected if o.requires_grad]
         sources = [problem.values[p] for p in problem.positions]
-        grads: Sequence[torch.Tensor | None] = [None] * len(sources)
-        if connected:
+        total = [torch.zeros(s.numel(), dtype=torch.float64) for s in sources]
+        for _ in range(problem.samples if connected else 0):
             with user_code(problem.phase):
                 grads = torch.autograd.grad(
                     [o for o, _ in connected], sources, [p for _, p in connected],
                     retain_graph=True, allow_unused=True,
                 )  # fmt: skip
             self.backward_calls += 1
+            for running, grad in zip(total, grads, strict=True):
+                if grad is not None:
+                    running += grad.detach().reshape(-1).to(torch.float64)
         return {
-            p: torch.zeros(s.numel(), dtype=torch.float64)
-            if grad is None
-            else grad.detach().reshape(-1).to(torch.float64)
-            for p, s, grad in zip(problem.positions, sources, grads, strict=True)
+            p: running / problem.samples
+            for p, running in zip(problem.positions, total, strict=True)
         }
 
 

@@ -217,6 +217,9 @@ class FunctionSpec(_Strict):
     max_error: float | None = Field(
         default=None, gt=0
     )  # approximate: the gradient's largest allowed error
+    samples: int | None = Field(
+        default=None, ge=1, le=10_000
+    )  # approximate: backward runs whose mean is compared (a stochastic estimator)
     reference: str | None = None  # module:callable, a plain PyTorch forward to compare with
     low_precision: LowPrecision = Field(default_factory=LowPrecision)  # type: ignore[arg-type]
     kinks: list[float] = Field(default_factory=list)  # known non-differentiable input values
@@ -249,6 +252,8 @@ class FunctionSpec(_Strict):
             raise ValueError("`expected_gradient` belongs to `gradient: surrogate`")
         if self.max_error is not None and self.gradient != "approximate":
             raise ValueError("`max_error` belongs to `gradient: approximate`")
+        if self.samples is not None and self.gradient != "approximate":
+            raise ValueError("`samples` belongs to `gradient: approximate`")
         for check, key in CONFIGURED_CHECKS.items():
             if self.checks and check in self.checks and getattr(self, key) is None:
                 raise ValueError(f"check `{check}` needs the key `{key}`")
@@ -269,6 +274,11 @@ class FunctionSpec(_Strict):
     def allowed_error(self) -> float:
         """`gradient: approximate`: the largest error allowed (default 1e-3)."""
         return self.max_error if self.max_error is not None else 1e-3
+
+    @property
+    def backward_samples(self) -> int:
+        """`gradient: approximate`: how many backward runs are averaged (default 1)."""
+        return self.samples if self.samples is not None else 1
 
     @field_validator("cases")
     @classmethod

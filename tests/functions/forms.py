@@ -125,3 +125,37 @@ class RoundStraightThroughUnsqueezed(torch.autograd.Function):
 def straight_through(x: torch.Tensor, grad_output: torch.Tensor) -> torch.Tensor:
     """The intended gradient of a straight-through estimator: grad_output itself."""
     return grad_output
+
+
+# Stochastic gradient estimators (`gradient: approximate` with `samples`).
+NOISE = 0.1  # standard deviation of the estimators' zero-mean noise
+
+
+class NoisySin(torch.autograd.Function):
+    """sin(x) whose backward is a Monte-Carlo estimate of cos(x): unbiased, noisy."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        noise = torch.randn_like(x) * NOISE  # torch's RNG: another draw every run
+        return grad_output * (x.cos() + noise)
+
+
+class BiasedNoisySin(torch.autograd.Function):
+    """NoisySin whose estimate is 20% too large on average (a biased estimator)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        noise = torch.randn_like(x) * NOISE
+        return grad_output * (1.2 * x.cos() + noise)
