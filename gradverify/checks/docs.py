@@ -12,7 +12,7 @@ from __future__ import annotations
 
 SUMMARIES: dict[str, str] = {
     "lint": (
-        "known pitfalls of hand-written Functions (GV101–GV105), from the source and the graph node"
+        "known pitfalls of hand-written Functions (GV101–GV106), from the source and the graph node"
     ),
     "forward": (
         "forward runs, returns floating outputs with no NaN/Inf, and does not modify its inputs in place"

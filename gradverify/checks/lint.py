@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward
+from gradverify.checks.base import CaseContext, UserCodeError
+from gradverify.checks.lint_ctx import ForwardRun, run_forward, save_for_backward_crash
 from gradverify.checks.lint_inplace import inplace_writes
 from gradverify.checks.lint_rules import (
     Method,
@@ -28,16 +29,17 @@ from gradverify.checks.lint_rules import (
     save_calls,
     setup_context_inputs,
 )
-from gradverify.inputs import fresh_copies
+from gradverify.checks.lint_saved import writes_after_save
 from gradverify.results import Result, Status
 
 # id -> (title, remedy). The ids are public: keep them stable, add new ones at the end.
 RULES: dict[str, tuple[str, str]] = {
     "GV101": (
-        "tensor stored as an attribute of ctx",
-        "save tensors with ctx.save_for_backward(...) and read them from ctx.saved_tensors; "
-        "keep only non-tensors (floats, shapes, flags) as ctx attributes. A tensor on ctx can "
-        "leak memory and escapes the check that catches its later in-place modification",
+        "input or output of forward stored as an attribute of ctx",
+        "save inputs and outputs with ctx.save_for_backward(...) and read them from "
+        "ctx.saved_tensors. An output on ctx makes a reference cycle that leaks memory, and an "
+        "input or output on ctx escapes the check that catches its later in-place "
+        "modification; a mask or a detached intermediate may stay on ctx",
     ),
     "GV102": (
         "`.data` used in forward or backward",
@@ -60,11 +62,13 @@ RULES: dict[str, tuple[str, str]] = {
         "save only tensors (or None) with ctx.save_for_backward; store other values as ctx "
         "attributes (ctx.alpha = alpha)",
     ),
+    "GV106": (
+        "in-place change in forward to a tensor already saved for backward",
+        "save the tensor after its last in-place change, or change a clone (y = y.clone()). "
+        "torch records a saved tensor's version only when forward returns, so a change made "
+        "after save_for_backward goes unnoticed and backward silently uses the changed values",
+    ),
 }
-# Attributes torch itself keeps on a graph node's __dict__ (holding tensors by design).
-TORCH_ATTRIBUTES = frozenset(
-    {"to_save", "saved_for_forward", "dirty_tensors", "non_differentiable"}
-)
 
 
 @dataclass(frozen=True)
@@ -92,21 +96,12 @@ class Sources:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class ForwardRun:
-    """What running forward once showed: tensor attributes of ctx, or why it could not."""
-
-    tensor_attributes: dict[str, str]
-    error: UserCodeError | None = None
-    note: str | None = None
-
-
 class LintCheck:
-    """Pitfalls GV101–GV105: ctx tensors, .data, in-place grads, return count, save_for_backward."""
+    """Pitfalls GV101–GV106: ctx tensors, .data, in-place grads, return count, what is saved."""
 
     id: ClassVar[str] = "lint"
     description: ClassVar[str] = (
-        "known pitfalls of hand-written Functions (GV101–GV105), from the source and the graph node"
+        "known pitfalls of hand-written Functions (GV101–GV106), from the source and the graph node"
     )
 
     def run(self, context: CaseContext) -> list[Result]:
@@ -127,12 +122,13 @@ class LintCheck:
             *inplace_findings(sources),
             *return_count_findings(context, sources),
             *save_findings(context, sources, forward_run),
+            *saved_write_findings(sources),
         ]
         notes = [*sources.notes, *([forward_run.note] if forward_run.note else [])]
         if not findings:
             return [
                 context.result(
-                    self.id, Status.PASS, "no pitfalls found (GV101–GV105)", notes=tuple(notes)
+                    self.id, Status.PASS, "no pitfalls found (GV101–GV106)", notes=tuple(notes)
                 )
             ]
         findings.sort(key=lambda f: (f.rule, f.line or 0))
@@ -182,55 +178,6 @@ def read_sources(function_class: Any) -> Sources:
     return sources
 
 
-def run_forward(context: CaseContext) -> ForwardRun:
-    """Run forward on fresh copies and read the tensors left as attributes on its graph node."""
-    arguments = fresh_copies(context.arguments)
-    try:
-        outputs = call_forward(context.target.call, arguments)
-    except UserCodeError as error:
-        if _save_for_backward_crash(error):
-            return ForwardRun({}, error)
-        return ForwardRun({}, error, f"GV101 not checked: {error}")
-    node = _graph_node(context, outputs)
-    if node is None:
-        return ForwardRun(
-            {},
-            note="GV101 not checked: forward built no graph node for this case (no argument "
-            "requires grad, or no output is differentiable)",
-        )
-    attributes = {}
-    for name, value in getattr(node, "__dict__", {}).items():
-        described = _describe_tensors(value)
-        if described is not None and name not in TORCH_ATTRIBUTES:
-            attributes[name] = described
-    return ForwardRun(attributes)
-
-
-def _graph_node(context: CaseContext, outputs: tuple[Any, ...]) -> Any:
-    """The Function's node in the graph: it is the very ctx forward (or setup_context) saw."""
-    for output in outputs:
-        node = output.grad_fn if isinstance(output, torch.Tensor) else None
-        if node is not None and getattr(type(node), "_forward_cls", None) is context.target.obj:
-            return node
-    return None
-
-
-def _describe_tensors(value: Any) -> str | None:
-    if isinstance(value, torch.Tensor):
-        dtype = str(value.dtype).removeprefix("torch.")
-        return f"a {dtype} tensor of shape {list(value.shape)}"
-    if isinstance(value, list | tuple | dict):
-        items = value.values() if isinstance(value, dict) else value
-        count = sum(isinstance(item, torch.Tensor) for item in items)
-        if count:
-            return f"a {type(value).__name__} holding {count} tensor(s)"
-    return None
-
-
-def _save_for_backward_crash(error: UserCodeError) -> bool:
-    return isinstance(error.error, TypeError) and "save_for_backward" in str(error.error)
-
-
 def ctx_tensor_findings(sources: Sources, forward_run: ForwardRun) -> list[Finding]:
     """GV101: tensors found on the graph node, at the line that assigns them when it is found."""
     writer = sources.setup_context if sources.new_style else sources.forward
@@ -241,7 +188,7 @@ def ctx_tensor_findings(sources: Sources, forward_run: ForwardRun) -> list[Findi
             Finding(
                 "GV101",
                 Status.WARN,
-                f"ctx.{name} holds {described}: a tensor stored on ctx instead of with "
+                f"ctx.{name} holds {described}: kept on ctx instead of saved with "
                 "save_for_backward",
                 writer.file if writer else None,
                 line or (writer.line if writer else None),
@@ -337,7 +284,7 @@ def save_findings(context: CaseContext, sources: Sources, forward_run: ForwardRu
     method = sources.setup_context if sources.new_style else sources.forward
     crash = (
         forward_run.error
-        if forward_run.error and _save_for_backward_crash(forward_run.error)
+        if forward_run.error and save_for_backward_crash(forward_run.error)
         else None
     )
     calls = []
@@ -366,6 +313,24 @@ def save_findings(context: CaseContext, sources: Sources, forward_run: ForwardRu
     if crash and not findings:
         findings.append(_crash_finding(crash, method, calls))
     return findings
+
+
+def saved_write_findings(sources: Sources) -> list[Finding]:
+    """GV106: in-place changes in forward (setup_context) to tensors it already saved."""
+    method = sources.setup_context if sources.new_style else sources.forward
+    if method is None:
+        return []
+    return [
+        Finding(
+            "GV106",
+            Status.WARN,
+            f"`{found.write.code}` in {method.name} modifies {found.write.tensor} in place "
+            f"after ctx.save_for_backward saved it (line {found.saved_line})",
+            method.file,
+            found.write.line,
+        )
+        for found in writes_after_save(method)
+    ]
 
 
 def _non_tensor(context: CaseContext, argument: SavedArgument) -> str | None:

@@ -41,14 +41,14 @@ class Write:
 def inplace_writes(backward: Method) -> list[Write]:
     """In-place writes in backward into its grad_outputs or into tensors from ctx.saved_tensors."""
     ctx, grads = backward.first, backward.parameters[1:]
-    visitor = _InplaceVisitor(ctx, grads, backward.vararg)
+    visitor = InplaceVisitor(ctx, grads, backward.vararg)
     for statement in backward.node.body:
         visitor.visit(statement)
     return sorted(visitor.writes.values(), key=lambda write: write.line)
 
 
 @dataclass(frozen=True)
-class _Origin:
+class Origin:
     tensor: str
     grad_output: bool
     output_index: int | None
@@ -71,20 +71,20 @@ def _basic_index(index: ast.expr) -> bool:
     )
 
 
-class _InplaceVisitor(ast.NodeVisitor):
+class InplaceVisitor(ast.NodeVisitor):
     """Walks backward in source order, following which names hold grad_outputs, saved
     tensors or views of them; a rebinding to anything else stops following the name."""
 
     def __init__(self, ctx: str | None, grads: tuple[str, ...], vararg: str | None) -> None:
         self.ctx = ctx
-        self.tensors = {name: _Origin(name, True, index) for index, name in enumerate(grads)}
-        self.containers: dict[str, _Origin] = {}
+        self.tensors = {name: Origin(name, True, index) for index, name in enumerate(grads)}
+        self.containers: dict[str, Origin] = {}
         if vararg is not None:
-            self.containers[vararg] = _Origin(vararg, True, None)
+            self.containers[vararg] = Origin(vararg, True, None)
         self.writes: dict[tuple[int, str], Write] = {}
 
     # What an expression is.
-    def _container(self, node: ast.expr | None) -> _Origin | None:
+    def _container(self, node: ast.expr | None) -> Origin | None:
         if isinstance(node, ast.Name):
             return self.containers.get(node.id)
         if (
@@ -92,15 +92,15 @@ class _InplaceVisitor(ast.NodeVisitor):
             and node.attr in SAVED_CONTAINERS
             and is_name(node.value, self.ctx)
         ):
-            return _Origin(f"ctx.{node.attr}", False, None)
+            return Origin(f"ctx.{node.attr}", False, None)
         return None
 
     @staticmethod
-    def _element(container: _Origin, position: int | None, name: str | None) -> _Origin:
+    def _element(container: Origin, position: int | None, name: str | None) -> Origin:
         label = name or f"{container.tensor}[{'...' if position is None else position}]"
-        return _Origin(label, container.grad_output, position if container.grad_output else None)
+        return Origin(label, container.grad_output, position if container.grad_output else None)
 
-    def _origin(self, node: ast.expr | None) -> _Origin | None:
+    def _origin(self, node: ast.expr | None) -> Origin | None:
         if isinstance(node, ast.Name):
             return self.tensors.get(node.id)
         if isinstance(node, ast.Subscript):
@@ -128,7 +128,7 @@ class _InplaceVisitor(ast.NodeVisitor):
         self.tensors.pop(name, None)
         self.containers.pop(name, None)
 
-    def _set(self, name: str, origin: _Origin | None, container: _Origin | None) -> None:
+    def _set(self, name: str, origin: Origin | None, container: Origin | None) -> None:
         self._forget(name)
         if origin is not None:
             self.tensors[name] = origin
@@ -183,7 +183,7 @@ class _InplaceVisitor(ast.NodeVisitor):
         else:
             self._bind(target, None, statement)
 
-    def _write(self, node: ast.AST, origin: _Origin) -> None:
+    def _write(self, node: ast.AST, origin: Origin) -> None:
         line = getattr(node, "lineno", 0)
         write = Write(line, snippet(node), origin.tensor, origin.grad_output, origin.output_index)
         self.writes.setdefault((line, origin.tensor), write)

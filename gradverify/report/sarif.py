@@ -28,7 +28,7 @@ LEVELS = {Status.FAIL: "error", Status.WARN: "warning"}
 
 # One line per check id (tests keep this in step with the spec's CHECK_IDS).
 CHECKS: dict[str, str] = {
-    "lint": "Known pitfalls of hand-written Functions (GV101-GV105), from the source and the graph node.",
+    "lint": "Known pitfalls of hand-written Functions (GV101-GV106), from the source and the graph node.",
     "forward": "forward runs, returns floating outputs with no NaN/Inf, and does not modify its inputs in place.",
     "backward": "backward returns one well-formed, finite gradient per argument, deterministically, without modifying grad_output.",
     "layouts": "Non-contiguous arguments and arguments with requires_grad off give the same outputs and gradients as the declared layout.",
@@ -42,11 +42,12 @@ CHECKS: dict[str, str] = {
 }
 # Lint rule id -> title (tests keep this in step with gradverify.checks.lint.RULES).
 LINT_RULES: dict[str, str] = {
-    "GV101": "tensor stored as an attribute of ctx",
+    "GV101": "input or output of forward stored as an attribute of ctx",
     "GV102": "`.data` used in forward or backward",
     "GV103": "in-place operation on grad_output or a saved tensor in backward",
     "GV104": "backward returns a different number of values than forward has arguments",
     "GV105": "save_for_backward given a non-tensor",
+    "GV106": "in-place change in forward to a tensor already saved for backward",
 }
 
 
