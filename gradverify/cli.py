@@ -105,7 +105,16 @@ def check(
         ),
     ] = None,
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Show only failures, warnings and the summary.")
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Show only failures and the summary (warnings counted)."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Show every check of every case, passed or not, with its time."
+        ),
     ] = False,
     mode: Annotated[
         Optional[Mode],  # noqa: UP045
@@ -171,7 +180,9 @@ def check(
         mode=mode.value if mode else None, cache=cache,
     )  # fmt: skip
     scope = _Scope(all_files=all_files, changed_files=changed_files, jobs=jobs)
-    code = _guarded(lambda: _check(paths or [], spec, options, output_format, quiet, scope, output))
+    code = _guarded(
+        lambda: _check(paths or [], spec, options, output_format, quiet, scope, output, verbose)
+    )
     raise typer.Exit(code)
 
 
@@ -192,6 +203,7 @@ def _check(
     quiet: bool,
     scope: _Scope,
     output: str | None = None,
+    verbose: bool = False,
 ) -> int:
     from gradverify import session
     from gradverify.config import load_config, with_defaults
@@ -222,10 +234,11 @@ def _check(
     show_progress = terminal_format is OutputFormat.text and sys.stderr.isatty()
     with progress_listener(enabled=show_progress) as listener:
         report = session.run(entries, options, notes, listener)
-    render_options = RenderOptions(color=_use_color(), width=_width(), quiet=quiet)
+    render_options = RenderOptions(color=_use_color(), width=_width(), quiet=quiet, verbose=verbose)
     sys.stdout.write(FORMATS[terminal_format.value](report, render_options))
     if output is not None:
-        _write_report(output, FORMATS[output_format.value](report, RenderOptions(quiet=quiet)))
+        file_options = RenderOptions(quiet=quiet, verbose=verbose)
+        _write_report(output, FORMATS[output_format.value](report, file_options))
     return ExitCode.OK if report.passed else ExitCode.FAILED
 
 

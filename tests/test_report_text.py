@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,8 @@ def test_cases_are_headed_by_target_case_and_spec_location(buggy_text):
 
 
 def test_gradcheck_confirming_finite_differences_is_said_once(buggy_text):
-    assert "gradcheck: the same finding as above" in buggy_text
+    assert buggy_text.count("gradcheck: the same finding as finite_difference") == 3
+    assert "╭─ ✗ gradcheck" not in buggy_text  # no panel of its own
 
 
 def test_the_summary_line_counts(buggy_report, buggy_text):
@@ -84,8 +86,10 @@ def test_quiet_leaves_out_passing_cases_and_checks():
     assert "also fine" not in quiet
     assert "broken here" in quiet
     assert "2 passed, 1 failed" in quiet  # the summary still counts everything
-    loud = text.render(report, RenderOptions())
-    assert "m:Good" in loud and "also fine" in loud
+    default = text.render(report, RenderOptions())
+    assert "m:Good" in default and "also fine" not in default  # a passing check is counted
+    verbose = text.render(report, RenderOptions(verbose=True))
+    assert "also fine" in verbose
 
 
 def test_run_notes_come_first():
@@ -122,3 +126,129 @@ def test_no_color_is_respected_even_on_a_terminal(terminal, monkeypatch):
     assert result.exit_code == 1
     assert "likely cause" in result.stdout
     assert not ANSI.search(result.output)
+
+
+# The default report: one line per passing case, details only for findings.
+
+PASSING_SPEC = """
+functions:
+  - target: tests.functions.correct:Square
+    cases:
+      - {name: vector, inputs: [{shape: [5]}]}
+      - {name: matrix, inputs: [{shape: [2, 3]}]}
+  - target: tests.functions.correct:SumDim
+    cases: [{name: rows, inputs: [{shape: [3, 4]}, 1]}]
+  - target: gradverify.examples.activations:ReLU
+    cases: [{name: vector, inputs: [{shape: [8], low: -2.0, high: 2.0}]}]
+  - target: gradverify.examples.logsumexp:LogSumExp
+    cases: [{name: rows, inputs: [{shape: [3, 4]}, 1]}]
+"""
+CRASH_SPEC = """
+target: tests.functions.mapping:BackwardRaises
+cases: [{name: vector, inputs: [{shape: [4]}]}]
+"""
+NON_FINITE_SPEC = """
+target: tests.functions.report:LogOfZero
+cases: [{name: vector, inputs: [{shape: [4], low: 0.5, high: 2.0}]}]
+"""
+WASTED_SPEC = """
+target: tests.functions.layouts:IgnoresNeedsInputGrad
+cases: [{name: matrices, inputs: [{shape: [3, 4]}, {shape: [3, 4]}]}]
+"""
+CASE_LINE = re.compile(r"^✓ \S+  case \S+  \d+ passed  \d+\.\d\ds$")
+
+
+@pytest.fixture(scope="module")
+def passing_report(run_spec):
+    report = run_spec(PASSING_SPEC)
+    assert report.passed and not any(r.status is Status.WARN for r in report.results)
+    return report
+
+
+def panels(rendered: str) -> list[str]:
+    return [line for line in rendered.splitlines() if line.startswith("╭─")]
+
+
+def test_a_passing_suite_prints_one_line_per_case_and_the_summary(passing_report):
+    lines = text.render(passing_report, RenderOptions()).splitlines()
+    assert len(lines) == passing_report.summary.cases + 1 == 6
+    assert all(CASE_LINE.match(line) for line in lines[:-1]), lines
+    assert lines[-1].startswith("PASSED")
+
+
+def test_checks_that_do_not_apply_print_nothing_but_are_counted(passing_report):
+    rendered = text.render(passing_report, RenderOptions())
+    assert "jvp" not in rendered and "vmap" not in rendered
+    not_applicable = [r for r in passing_report.results if not r.applies]
+    assert len(not_applicable) == 10  # jvp and vmap, for each of five cases
+    assert f", {len(not_applicable)} not applicable," in rendered
+    assert "skipped" not in rendered  # none of them counts as a skip
+
+
+def test_verbose_shows_every_check(passing_report):
+    rendered = text.render(passing_report, RenderOptions(verbose=True))
+    rows = [line for line in rendered.splitlines() if line.startswith((" ✓ ", " - "))]
+    assert len(rows) == len(passing_report.results)
+    assert "the Function defines no jvp" in rendered
+
+
+def test_quiet_shows_only_failures(buggy_report):
+    rendered = text.render(buggy_report, RenderOptions(quiet=True))
+    assert "wasted work" not in rendered  # warnings are counted, not shown
+    assert "1 warning" in rendered
+    assert {line.split(" · ")[0] for line in panels(rendered)} == {"╭─ ✗ finite_difference"}
+    assert not any(line.startswith("✓") for line in rendered.splitlines())
+    assert rendered.rstrip().splitlines()[-1].startswith("FAILED")
+
+
+def test_a_case_line_sums_its_checks_times_and_says_cached():
+    results = (
+        Result("m:F", "c", "forward", Status.PASS, seconds=0.25),
+        Result("m:F", "c", "backward", Status.PASS, seconds=0.5),
+    )
+    assert "✓ m:F  case c  2 passed  0.75s" in text.render(Report(results), RenderOptions())
+    cached = tuple(replace(r, cached=True) for r in results)
+    assert "✓ m:F  case c  2 passed  (cached)" in text.render(Report(cached), RenderOptions())
+
+
+def test_a_backward_crash_is_told_once(run_spec):
+    rendered = text.render(run_spec(CRASH_SPEC), RenderOptions())
+    (panel,) = panels(rendered)
+    assert panel.startswith("╭─ ✗ backward")
+    outside = [line for line in rendered.splitlines() if not line.startswith(("│", "╭", "╰"))]
+    assert not any("exploded on purpose" in line for line in outside)
+    stopped = [line for line in outside if "not run" in line]
+    assert stopped == [
+        "  layouts, finite_difference, gradcheck, gradgradcheck: not run (backward failed above)"
+    ]
+
+
+def test_one_non_finite_output_is_one_expanded_finding(run_spec):
+    rendered = text.render(run_spec(NON_FINITE_SPEC), RenderOptions())
+    (panel,) = panels(rendered)
+    assert panel.startswith("╭─ ✗ forward · output 0")
+    assert (
+        "  backward, finite_difference, gradcheck, gradgradcheck: the same finding as forward"
+        in rendered.splitlines()
+    )
+
+
+def test_wasted_work_is_one_warning_naming_both_arguments(run_spec):
+    rendered = text.render(run_spec(WASTED_SPEC), RenderOptions())
+    (panel,) = panels(rendered)
+    assert panel.startswith("╭─ ! layouts (warning)")
+    assert "argument 0 (x) and argument 1 (w)" in " ".join(rendered.split())
+
+
+def test_no_word_is_ever_cut(buggy_report):
+    long = "the gradient is wrong " + "because of a reason " * 15 + "at the very end"
+    report = Report((*buggy_report.results, Result("m:F", "c", "forward", Status.FAIL, long)))
+    for options in (RenderOptions(), RenderOptions(quiet=True), RenderOptions(verbose=True)):
+        rendered = text.render(report, options)
+        assert "…" not in rendered
+        assert "at the very end" in rendered
+        assert "ctx.needs_input_grad" in rendered or options.quiet
+
+
+def test_plain_text_has_no_trailing_blanks(buggy_text):
+    assert all(line == line.rstrip() for line in buggy_text.splitlines())

@@ -9,4 +9,5 @@ from dataclasses import dataclass
 class RenderOptions:
     color: bool = False
     width: int = 100
-    quiet: bool = False  # only what failed or warned, and the summary
+    quiet: bool = False  # only what failed, and the summary
+    verbose: bool = False  # every check of every case (text: a table per case)

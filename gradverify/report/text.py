@@ -1,12 +1,20 @@
-"""The default report for people: a table of checks per case, a panel under each failure."""
+"""The default report for people: one line per passing case, a panel under each finding.
+
+Default: a case that passed is one line (target, case, counts, time); a case with findings
+is that line, then a panel per failure or warning and one line per skip that leaves a gap.
+Checks that do not apply to the Function (`applies=False`) are only counted. `quiet` keeps
+the failures and the summary; `verbose` shows every check of every case as a table.
+"""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
 
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -22,8 +30,9 @@ STYLES = {
     Status.SKIP: "yellow",
     Status.WARN: "magenta",
 }
-QUIET = (Status.PASS, Status.SKIP)  # what --quiet leaves out
+QUIET = (Status.PASS, Status.SKIP)  # what --quiet leaves out of the verbose table
 MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.SKIP: "-", Status.WARN: "!"}
+INDENT = 2
 
 
 def render(report: Report, options: RenderOptions) -> str:
@@ -39,24 +48,191 @@ def render(report: Report, options: RenderOptions) -> str:
     )
     for note in report.notes:
         console.print(Text(note, style="cyan"))
+    expanded = False
     for (target, case), group in groupby(report.results, key=lambda r: (r.target, r.case)):
         results = list(group)
-        if options.quiet and all(r.status in QUIET for r in results):
+        if options.quiet and not any(r.failed for r in results):
             continue
-        console.print(_case_table(target, case, results, options.quiet))
-        shown: set[tuple[object, ...]] = set()
-        for result in results:
-            if result.status not in (Status.FAIL, Status.WARN):
-                continue
-            finding = _finding(result)
-            if finding is None or finding not in shown:
-                console.print(_panel(result))
-            else:  # gradcheck often confirms what finite_difference found: say it once
-                console.print(Text(f"  {result.check}: the same finding as above", style="dim"))
-            if finding is not None:
-                shown.add(finding)
-    console.print(_summary(report))
-    return buffer.getvalue()
+        if options.verbose:  # the table has a row for every skip
+            console.print(_case_table(target, case, results, options.quiet))
+            body = _findings(results, warnings=True, skips=False)
+        else:
+            quiet = options.quiet
+            body = _findings(results, warnings=not quiet, skips=not quiet)
+            console.print(_case_line(target, case, results, options.width, bool(body)))
+        for item in body:
+            console.print(item)
+        expanded = expanded or bool(body) or options.verbose
+    if expanded:
+        console.print()
+    console.print(_summary(report, options.width))
+    # Rich pads wrapped and indented lines to the width; a plain report has no trailing blanks.
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+# One case.
+
+
+def _case_line(
+    target: str, case: str, results: Sequence[Result], width: int, expanded: bool
+) -> Text:
+    """`✓ target  case name  7 passed  0.42s`, and the spec location when findings follow.
+
+    Where one line cannot hold it all, it breaks between its parts, never inside one."""
+    status = _case_status(results)
+    head = Text.assemble(
+        (MARKS[status], STYLES[status]), " ", (target, "bold"), "  case ", (case, "bold")
+    )
+    parts = [head, _counts(results), Text(_time(results), style="dim")]
+    location = _location(results[0])
+    if expanded and location:
+        parts.append(Text(location, style="dim"))
+    return _joined(parts, "  ", width)
+
+
+def _joined(parts: Sequence[Text], separator: str, width: int) -> Text:
+    """The parts on one line, or on several (indented) that break between parts only."""
+    line = Text()
+    column = 0
+    for part in parts:
+        if column and column + len(separator) + len(part) > width:
+            line.append("\n" + " " * INDENT)
+            column = INDENT
+        elif column:
+            line.append(separator)
+            column += len(separator)
+        line.append_text(part)
+        column += len(part)
+    return line
+
+
+def _case_status(results: Sequence[Result]) -> Status:
+    for status in (Status.FAIL, Status.WARN, Status.PASS):
+        if any(r.status is status for r in results):
+            return status
+    return Status.SKIP
+
+
+def _counts(results: Sequence[Result]) -> Text:
+    """How many results passed, failed, warned and were skipped (not-applicable ones aside)."""
+    counts = Text()
+    for status, word in (
+        (Status.PASS, "passed"),
+        (Status.FAIL, "failed"),
+        (Status.WARN, "warning"),
+        (Status.SKIP, "skipped"),
+    ):
+        number = sum(1 for r in results if r.status is status and r.applies)
+        if number or status is Status.PASS:
+            if counts:
+                counts.append(", ")
+            plural = "s" if status is Status.WARN and number != 1 else ""
+            counts.append(f"{number} {word}{plural}", style=STYLES[status] if number else "")
+    return counts
+
+
+def _time(results: Sequence[Result]) -> str:
+    if results and all(r.cached for r in results):
+        return "(cached)"
+    return f"{sum(r.seconds for r in results):.2f}s"
+
+
+@dataclass
+class _Line:
+    """Several checks that say one thing, as one line: `a, b, c: not run (...)`."""
+
+    key: tuple[str, str]
+    text: str  # after the checks' names
+    style: str
+    checks: list[str] = field(default_factory=list)
+
+    def renderable(self) -> RenderableType:
+        line = Text(", ".join(self.checks) + self.text, style=self.style)
+        return Padding(line, (0, 0, 0, INDENT))
+
+
+def _findings(results: Sequence[Result], warnings: bool, skips: bool) -> list[RenderableType]:
+    """A panel per failure (and warning); one line for checks that repeat a finding, that
+    it stopped, or that were skipped for one reason."""
+    items: list[Result | _Line] = []
+    for result in results:
+        line = _line_for(result, warnings, skips)
+        if line is None:
+            if result.failed or (warnings and result.status is Status.WARN):
+                items.append(result)
+            continue
+        last = items[-1] if items else None
+        if isinstance(last, _Line) and last.key == line.key:
+            line = last
+        else:
+            items.append(line)
+        if result.check not in line.checks:
+            line.checks.append(result.check)
+    return [item.renderable() if isinstance(item, _Line) else _panel(item) for item in items]
+
+
+def _line_for(result: Result, warnings: bool, skips: bool) -> _Line | None:
+    """The one-line form of a result, or None (a panel, or nothing)."""
+    if result.status in (Status.FAIL, Status.WARN) and result.same_as is not None:
+        if result.status is Status.WARN and not warnings:
+            return None
+        said = f": the same finding as {result.same_as}"
+        return _Line(("same", result.same_as), said, "dim")
+    if result.status is not Status.SKIP or not result.applies or not skips:
+        return None
+    if result.same_as is not None:
+        stopped = f": not run ({result.same_as} failed above)"
+        return _Line(("stopped", result.same_as), stopped, "dim")
+    return _Line(("skip", result.message), f" skipped: {result.message}", STYLES[Status.SKIP])
+
+
+def _panel(result: Result) -> Panel:
+    rows = Table.grid(padding=(0, 2))
+    rows.add_column(style="bold", no_wrap=True)
+    rows.add_column(overflow="fold")
+    for label, value in _evidence(result):
+        rows.add_row(label, Text(value))
+    parts: list[RenderableType] = [Text(result.message), Text(""), rows]
+    parts.append(MismatchMap(result))  # draws nothing where the map does not fit
+    if result.details:
+        parts += [Text(""), Text("\n".join(result.details), style="dim")]
+    style = STYLES[result.status]
+    return Panel(
+        Group(*parts),
+        title=Text(_title(result), style=style),
+        title_align="left",
+        border_style=style,
+    )
+
+
+def _title(result: Result) -> str:
+    """`✗ finite_difference · argument 1 (beta)`: plain text tells a failure from a warning."""
+    subject = _subject(result)
+    title = f"{MARKS[result.status]} {result.check}" + (f" · {subject}" if subject else "")
+    return title + (" (warning)" if result.status is Status.WARN else "")
+
+
+def _subject(result: Result) -> str:
+    if result.input_index is not None:
+        name = f" ({result.input_name})" if result.input_name else ""
+        return f"argument {result.input_index}{name}"
+    if result.output_index is not None:
+        return f"output {result.output_index}"
+    return ""
+
+
+def _evidence(result: Result) -> Iterable[tuple[str, str]]:
+    """The shared evidence, less the spec location the case's title already shows."""
+    return ((label, value) for label, value in evidence(result) if label != "spec")
+
+
+def _location(result: Result) -> str:
+    if result.spec_file is None:
+        return ""
+    return f"{result.spec_file}:{result.spec_line}" if result.spec_line else result.spec_file
+
+
+# --verbose: every check of a case, as a table.
 
 
 def _case_table(target: str, case: str, results: list[Result], quiet: bool) -> Table:
@@ -87,72 +263,31 @@ def _case_table(target: str, case: str, results: list[Result], quiet: bool) -> T
 
 
 def _headline(result: Result) -> str:
-    if result.status is Status.PASS or result.status is Status.SKIP:
-        return result.message
-    if result.input_name is not None and ": " in result.message:
+    """A table row's message: a finding's headline (its panel has the rest), else whole."""
+    finding = result.status in (Status.FAIL, Status.WARN) and result.same_as is None
+    if finding and result.input_name is not None and ": " in result.message:
         return result.message.split(": ", 1)[0]
-    return result.message if len(result.message) <= 100 else result.message[:99] + "…"
+    return result.message
 
 
-def _panel(result: Result) -> Panel:
-    rows = Table.grid(padding=(0, 2))
-    rows.add_column(style="bold", no_wrap=True)
-    rows.add_column(overflow="fold")
-    for label, value in _evidence(result):
-        rows.add_row(label, Text(value))
-    parts: list[RenderableType] = [Text(result.message), Text(""), rows]
-    parts.append(MismatchMap(result))  # draws nothing where the map does not fit
-    if result.details:
-        parts += [Text(""), Text("\n".join(result.details), style="dim")]
-    style = STYLES[result.status]
-    title = f"{result.check} · {_subject(result)}" if _subject(result) else result.check
-    return Panel(
-        Group(*parts), title=Text(title, style=style), title_align="left", border_style=style
-    )
+# The run.
 
 
-def _finding(result: Result) -> tuple[object, ...] | None:
-    """What a failure says, without which check said it (None: not comparable)."""
-    if result.analytical is None:
-        return None
-    return (
-        result.input_index,
-        result.output_index,
-        result.element,
-        result.analytical,
-        result.numerical,
-    )
-
-
-def _subject(result: Result) -> str:
-    if result.input_index is not None:
-        name = f" ({result.input_name})" if result.input_name else ""
-        return f"argument {result.input_index}{name}"
-    if result.output_index is not None:
-        return f"output {result.output_index}"
-    return ""
-
-
-def _evidence(result: Result) -> Iterable[tuple[str, str]]:
-    """The shared evidence, less the spec location the case's title already shows."""
-    return ((label, value) for label, value in evidence(result) if label != "spec")
-
-
-def _location(result: Result) -> str:
-    if result.spec_file is None:
-        return ""
-    return f"{result.spec_file}:{result.spec_line}" if result.spec_line else result.spec_file
-
-
-def _summary(report: Report) -> Text:
+def _summary(report: Report, width: int) -> Text:
     summary = report.summary
+    not_applicable = sum(1 for r in report.results if r.status is Status.SKIP and not r.applies)
     verdict = ("PASSED", "bold green") if report.passed else ("FAILED", "bold red")
-    return Text.assemble(
-        "\n",
-        verdict,
-        f"  {summary.targets} target(s), {summary.cases} case(s), {summary.results} result(s): ",
-        (f"{summary.passed} passed", "green"),
-        ", ",
-        (f"{summary.failed} failed", "red" if summary.failed else ""),
-        f", {summary.skipped} skipped, {summary.warnings} warning(s)",
-    )
+    parts = [
+        Text(verdict[0], style=verdict[1]),
+        Text(f" {summary.targets} target(s),"),
+        Text(f"{summary.cases} case(s),"),
+        Text(f"{summary.results} result(s):"),
+        Text(f"{summary.passed} passed,", style="green"),
+        Text(f"{summary.failed} failed,", style="red" if summary.failed else ""),
+    ]
+    if summary.skipped - not_applicable:
+        parts.append(Text(f"{summary.skipped - not_applicable} skipped,"))
+    if not_applicable:
+        parts.append(Text(f"{not_applicable} not applicable,"))
+    parts.append(Text(f"{summary.warnings} warning(s)"))
+    return _joined(parts, " ", width)
