@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
@@ -36,20 +37,43 @@ class ResultCache:
 
     def lookup(self, task: Task) -> list[Result] | None:
         key = self.key(task)
-        if key is None:
-            return None
+        stored = self._read(key) if key is not None else None
         try:
-            stored = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
-            return [_result(item) for item in stored["results"]]
-        except (OSError, ValueError, KeyError, TypeError):
+            return [_result(item) for item in stored["results"]] if stored else None
+        except (ValueError, KeyError, TypeError):
             return None
 
     def store(self, task: Task, results: list[Result]) -> None:
         if not results or any(result.failed for result in results):
             return
         key = self.key(task)
-        if key is None:
-            return
+        if key is not None:
+            self._write(key, {"results": [result.to_dict() for result in results]})
+
+    def lookup_inference(self, target: str) -> dict[str, Any] | None:
+        """The inputs inferred for `target` (zero-config) while its source is unchanged."""
+        key = self._inference_key(target)
+        return self._read(key) if key is not None else None
+
+    def store_inference(self, target: str, inferred: dict[str, Any]) -> None:
+        key = self._inference_key(target)
+        if key is not None:
+            self._write(key, inferred)
+
+    def _inference_key(self, target: str) -> str | None:
+        files = target_source_files(target, self.project)
+        if not files:
+            return None
+        parts = (FORMAT, "inference", __version__, _own_source_digest(), _version("torch"), target)
+        return _digest(parts, files)
+
+    def _read(self, key: str) -> Any:
+        try:
+            return json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def _write(self, key: str, payload: dict[str, Any]) -> None:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             ignore = self.root / ".gitignore"
@@ -57,7 +81,6 @@ class ResultCache:
                 ignore.write_text(
                     "# written by gradverify: the cache is not for version control\n*\n"
                 )
-            payload = {"results": [result.to_dict() for result in results]}
             temporary = self.directory / f"{key}.{os.getpid()}.tmp"
             temporary.write_text(json.dumps(payload), encoding="utf-8")
             temporary.replace(self.directory / f"{key}.json")
@@ -69,25 +92,45 @@ class ResultCache:
         target = task.entry.spec.target
         if target is None:
             return None
-        files = source_files(target, self.project)
+        files = target_source_files(target, self.project)
         if not files:
             return None
         for helper in (task.entry.spec.reference, task.entry.spec.expected_gradient):
             if helper is not None:  # their code decides the verdict too
                 files = sorted({*files, *source_files(helper, self.project)})
-        digest = hashlib.sha256()
         spec = task.entry.spec
         case = next(c for c in spec.cases if c.name == task.case)
-        for part in (
+        parts = (
             FORMAT, __version__, _own_source_digest(), _version("torch"),
             spec.model_dump_json(exclude={"cases"}), case.model_dump_json(), str(task.seed),
-        ):  # fmt: skip
-            digest.update(part.encode())
-            digest.update(b"\0")
-        for file in files:
-            digest.update(str(file).encode())
-            digest.update(file.read_bytes())
-        return digest.hexdigest()
+        )  # fmt: skip
+        return _digest(parts, files)
+
+
+def _digest(parts: tuple[str, ...], files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\0")
+    for file in files:
+        digest.update(str(file).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def target_source_files(target: str, project: Path) -> list[Path]:
+    """`source_files`, or for a module installed outside the project, the files of its own
+    package found on sys.path (its imports of other packages are not followed)."""
+    files = source_files(target, project)
+    module = target.rsplit(":", 1)[0]
+    if files or module.endswith(".py") or "/" in module:
+        return files
+    top = module.split(".")[0]
+    for entry in sys.path:
+        root = Path(entry or ".").resolve()
+        if (root / top).is_dir() or (root / f"{top}.py").is_file():
+            return source_files(target, root, within=top)
+    return []
 
 
 @functools.cache
@@ -119,8 +162,9 @@ def _result(item: dict[str, Any]) -> Result:
     return replace(Result(**fields), cached=True)
 
 
-def source_files(target: str, project: Path) -> list[Path]:
-    """The target's module file and every project file it imports, transitively (sorted)."""
+def source_files(target: str, project: Path, within: str | None = None) -> list[Path]:
+    """The target's module file and every project file it imports, transitively (sorted);
+    with `within`, only the files of that top-level package."""
     module_part = target.rsplit(":", 1)[0]
     if module_part.endswith(".py") or "/" in module_part:
         start = (project / module_part).resolve()
@@ -137,6 +181,8 @@ def source_files(target: str, project: Path) -> list[Path]:
             continue
         seen.add(file)
         for name in _imports(file, package):
+            if within is not None and name.split(".")[0] != within:
+                continue
             queue.extend((found, name.rpartition(".")[0]) for found in _module_files(name, project))
     return sorted(seen)
 

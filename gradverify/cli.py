@@ -222,11 +222,12 @@ def _check(
     entries = [*plan.entries, *work.entries]
     notes = [note for note in (config.note, *work.notes) if note]
     if plan.bare_targets:
-        from gradverify.target import load_target
-        from gradverify.zeroconfig import infer_entry
+        from gradverify.cache import ResultCache
+        from gradverify.zeroconfig import cached_entry
 
+        inferences = ResultCache(options.cache_dir) if options.cache else None
         for bare in plan.bare_targets:
-            entry, note = infer_entry(load_target(bare))
+            entry, note = cached_entry(bare, inferences)
             entries.append(entry)
             notes.append(note)
     entries = with_defaults(entries, config)

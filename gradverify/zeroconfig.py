@@ -1,91 +1,79 @@
-"""Zero-config runs: a spec inferred from forward's signature when the user wrote none."""
+"""Zero-config runs: a spec inferred (gradverify.inference) when the user wrote none."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING
 
 from gradverify.errors import GradverifyError
+from gradverify.inference import Inference, file_name, infer, spec_text
 from gradverify.spec.load import SpecEntry
-from gradverify.spec.models import Case, FunctionSpec, LiteralInput, TensorInput
-from gradverify.target import Target
 
-INFERRED_SHAPE = [4]
+if TYPE_CHECKING:
+    from gradverify.cache import ResultCache
+    from gradverify.target import Target
+
+CASE = "inferred"
 
 
 class InferenceError(GradverifyError):
-    """forward rejected the inputs inferred from its signature."""
+    """forward rejected every input inferred from its signature."""
 
 
 def infer_entry(target: Target) -> tuple[SpecEntry, str]:
     """A spec entry for `target` with one case, and a note saying what was inferred."""
-    inputs: list[Any] = []
-    described = []
-    for name in target.parameters:
-        if name in target.defaults:
-            inputs.append(LiteralInput(value=target.defaults[name]))
-            described.append(f"{name}={target.defaults[name]!r}")
-        else:
-            inputs.append(TensorInput(shape=list(INFERRED_SHAPE)))
-            described.append(f"{name}: float64 tensor {INFERRED_SHAPE}")
-    spec = FunctionSpec(target=target.spec, cases=[Case(name="inferred", inputs=inputs)])
-    note = (
-        f"no spec names {target.spec}; inputs inferred from forward's signature "
-        f"({', '.join(described) or 'no arguments'}). Write a spec to choose shapes and values."
-    )
-    _probe(target, spec)
-    return SpecEntry(spec=spec, file=None), note
+    inference = infer(target)
+    if inference.rejection is not None:
+        raise InferenceError(_explain(inference))
+    return SpecEntry(spec=inference.spec(CASE), file=None), _note(inference)
 
 
-def _probe(target: Target, spec: FunctionSpec) -> None:
-    import torch
+def cached_entry(target_spec: str, cache: ResultCache | None) -> tuple[SpecEntry, str]:
+    """`infer_entry`, answered from `cache` while the target's source is unchanged.
 
-    from gradverify.inputs import build_inputs
+    A hit neither imports torch nor runs the user's code, so an unchanged zero-config run
+    whose case is cached too takes no longer than a cached run of a written spec.
+    """
+    from gradverify.spec.models import FunctionSpec
 
-    arguments = build_inputs(spec.cases[0], spec.seed)
-    with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
+    stored = cache.lookup_inference(target_spec) if cache is not None else None
+    if stored is not None:
         try:
-            target.call(*arguments)
-        except Exception as error:
-            raise InferenceError(_explain(target, error)) from None
+            spec = FunctionSpec.model_validate(stored["spec"])
+            return SpecEntry(spec=spec, file=None), str(stored["note"])
+        except (KeyError, TypeError, ValueError):
+            pass  # written by another version: infer again
+    from gradverify.target import load_target
+
+    entry, note = infer_entry(load_target(target_spec))
+    if cache is not None:
+        cache.store_inference(
+            target_spec, {"spec": entry.spec.model_dump(mode="json"), "note": note}
+        )
+    return entry, note
 
 
-def _explain(target: Target, error: Exception) -> str:
-    lines = [
-        f"cannot infer inputs for {target.spec}: forward rejected float64 tensors of shape "
-        f"{INFERRED_SHAPE} ({type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''})",
-        "Write a spec that gives the inputs, e.g. specs/" + _file_name(target) + ":",
-        "",
-        f"target: {target.spec}",
-        "cases:",
-        "  - name: basic",
-        "    inputs:",
-    ]
-    for name in target.parameters:
-        if name in target.defaults:
-            lines.append(f"      - {_yaml_literal(target.defaults[name])}   # {name}")
-        else:
-            lines.append(
-                f"      - {{shape: [2, 3], low: -1.0, high: 1.0}}   # {name}: choose its shape"
-            )
-    lines += ["", f"then run: gradverify check specs/{_file_name(target)}"]
-    return "\n".join(lines)
+def _note(inference: Inference) -> str:
+    note = (
+        f"no spec names {inference.target}; inputs inferred from forward's signature and a "
+        f"trial run ({inference.summary()}). `gradverify init {inference.target}` writes them "
+        f"to specs/{file_name(inference.target)} to adjust."
+    )
+    if not inference.ran:
+        note += " forward ran on them but backward did not run well on any guess: see below."
+    return note
 
 
-def _file_name(target: Target) -> str:
-    attr = target.spec.rsplit(":", 1)[-1].split(".")[-1]
-    return "".join("_" + c.lower() if c.isupper() else c for c in attr).lstrip("_") + ".yaml"
-
-
-def _yaml_literal(value: Any) -> str:
-    """`value` as a YAML flow literal that loads back to it (a tuple as a list)."""
-    if isinstance(value, tuple):
-        value = list(value)
-    if isinstance(value, dict):
-        value = {"value": value}  # a bare mapping would be read as a tensor
-    try:
-        text = yaml.safe_dump(value, default_flow_style=True, width=2**31)
-    except yaml.YAMLError:
-        return f"null  # TODO: {value!r} has no YAML form"
-    return text.removesuffix("...\n").strip()
+def _explain(inference: Inference) -> str:
+    path = f"specs/{file_name(inference.target)}"
+    return "\n".join(
+        [
+            f"cannot infer inputs for {inference.target}: forward rejected every guess "
+            f"({inference.rejection})",
+            f"Write a spec that gives the inputs, e.g. {path} (`gradverify init "
+            f"{inference.target}` writes it):",
+            "",
+            spec_text(inference).rstrip("\n"),
+            "",
+            f"then run: gradverify check {path}",
+        ]
+    )

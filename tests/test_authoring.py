@@ -367,7 +367,7 @@ def test_init_writes_a_starter_spec_from_the_signature_and_tries_it(module, vali
     inputs = entry.spec.cases[0].inputs
     assert inputs[0].shape == [4]  # x: no default, no annotation: a tensor
     assert inputs[1] == 1  # power: int without default: a placeholder ...
-    assert "# power: int, no default: choose a value" in text  # ... said to be one
+    assert "# power: a number (int, no default: choose a value)" in text  # ... said to be one
     assert inputs[2] == 2.0  # forward's defaults as they are
     assert inputs[3].value == {"fast": True}  # a mapping stays a literal
     assert validator.is_valid(spec_data(path))
@@ -390,7 +390,8 @@ def test_init_takes_conventional_scalar_names_for_scalars(module):
     assert result.exit_code == ExitCode.OK, result.output
     [entry] = load_spec_file("specs/softmax.yaml")
     assert entry.spec.cases[0].inputs[1] == -1
-    assert "# dim: guessed from its name" in Path("specs/softmax.yaml").read_text(encoding="utf-8")
+    text = Path("specs/softmax.yaml").read_text(encoding="utf-8")
+    assert "# dim: a number (by its name: choose a value)" in text
 
 
 def test_init_on_a_wrong_backward_says_what_to_look_at(module):

@@ -1,0 +1,423 @@
+"""Inputs inferred from forward's signature and from trying them: the one inference behind
+zero-config `check`, its suggested spec, and `init`.
+
+Each parameter gets a kind from what costs nothing first (a default, an annotation, a
+conventional name), then from probes: one forward and one backward on tiny float64 inputs.
+Candidates are tried in order (a tensor of the first argument's shape, a 0-d tensor, a
+number, Linear-like shapes) and the first assignment with which forward and backward run
+and every gradient is well-formed is kept. A parameter whose gradient backward leaves None,
+and which forward accepts as a number, is taken for a number.
+
+Importing this module never imports torch; `infer` does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from gradverify.spec.models import FunctionSpec
+    from gradverify.target import Target
+
+# Names that conventionally hold a Linear's weight and bias, for the Linear-like shapes.
+WEIGHT_NAMES = re.compile(r"(^|_)(w|weight|weights|kernel|matrix)($|_)", re.IGNORECASE)
+BIAS_NAMES = re.compile(r"(^|_)(b|bias|offset)($|_)", re.IGNORECASE)
+SCALAR_TYPES = {"int": 1, "float": 1.0, "bool": True, "str": ""}
+# Parameters that are numbers by convention. Bounds enclose the inputs' range [-1, 1].
+SCALAR_NAMES: dict[str, Any] = {
+    "dim": -1, "axis": -1, "keepdim": False, "eps": 1e-5, "inplace": False,
+    "min": -1.0, "min_val": -1.0, "lower": -1.0, "max": 1.0, "max_val": 1.0, "upper": 1.0,
+}  # fmt: skip
+# A number forward gets when nothing says which: 0.5 exercises a clamp bound inside the
+# inputs' range; 2 where a fraction gives nan (a power of a negative) or an int is needed.
+NUMBERS = (0.5, 2)
+ELEMENTWISE = (4,)
+LINEAR_INPUT, LINEAR_WEIGHT, LINEAR_BIAS = (2, 4), (3, 4), (3,)
+SQUARE = (3, 3)
+
+TENSOR, NUMBER, LITERAL = "tensor", "number", "literal"
+STAGES = ("forward", "backward", "done")  # how far a probe got
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What one parameter of forward gets, and why."""
+
+    name: str
+    kind: str  # TENSOR, NUMBER (inferred) or LITERAL (forward's default)
+    shape: tuple[int, ...] = ()
+    value: Any = None
+    reason: str = ""
+
+    @property
+    def item(self) -> Any:
+        """The spec's input for it."""
+        if self.kind == TENSOR:
+            return {"shape": list(self.shape), "low": -1.0, "high": 1.0}
+        if isinstance(self.value, dict):
+            return {"value": self.value}  # a bare mapping would read as a tensor
+        return list(self.value) if isinstance(self.value, tuple) else self.value
+
+    def describe(self) -> str:
+        if self.kind == TENSOR:
+            what = f": a float64 tensor {list(self.shape)}"
+        elif self.kind == NUMBER:
+            what = f": the number {self.value!r}"
+        else:
+            what = f"={self.value!r}"
+        return f"{self.name}{what}" + (f" ({self.reason})" if self.reason else "")
+
+
+@dataclass(frozen=True)
+class Inference:
+    """The inputs chosen for a target, and whether forward and backward ran on them."""
+
+    target: str
+    choices: tuple[Choice, ...]
+    variadic: str | None = None
+    ran: bool = True  # forward and backward ran, every gradient well-formed
+    rejection: str | None = None  # forward rejected every candidate: its first complaint
+
+    def inputs(self) -> list[Any]:
+        return [choice.item for choice in self.choices]
+
+    def spec(self, case: str = "inferred") -> FunctionSpec:
+        from gradverify.spec.models import FunctionSpec
+
+        return FunctionSpec.model_validate(
+            {"target": self.target, "cases": [{"name": case, "inputs": self.inputs()}]}
+        )
+
+    def summary(self) -> str:
+        return ", ".join(choice.describe() for choice in self.choices) or "no arguments"
+
+
+def file_name(target_spec: str) -> str:
+    """The spec file named after the target: ClippedReLU -> clipped_relu.yaml.
+
+    A word starts at a capital followed by a lower-case letter (Clipped, Log, Sum), after an
+    acronym too (ReLUFunction -> relu_function); a run of three capitals or more is a word
+    of its own (FusedBiasGELU -> fused_bias_gelu), so that mixed-case names such as ReLU
+    and SiLU stay whole (MyReLU -> my_relu).
+    """
+    attr = target_spec.rsplit(":", 1)[-1].split(".")[-1]
+    words = re.sub(
+        r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})|(?<=[a-z0-9])(?=[A-Z]{3,}(?![a-z]))",
+        "_",
+        attr,
+    )
+    return words.lower() + ".yaml"
+
+
+def infer(target: Target) -> Inference:
+    """Choose inputs for `target` by its signature and by probing forward and backward."""
+    plans = _plans(target)
+    search = _Search(target)
+    for layout in (ELEMENTWISE, "linear", SQUARE):
+        found = search.settle([plan.choice(layout) for plan in plans], plans)
+        if found is not None:
+            return Inference(target.spec, tuple(found), target.variadic)
+    if search.forward_ran is not None:  # the checks will show what backward does wrong
+        return Inference(target.spec, tuple(search.forward_ran), target.variadic, ran=False)
+    unknown = "forward rejected every shape tried: choose its shape"
+    guesses = [
+        replace(choice, reason=unknown) if choice.kind == TENSOR else choice
+        for choice in (plan.choice(ELEMENTWISE) for plan in plans)
+    ]
+    return Inference(target.spec, tuple(guesses), target.variadic, False, search.first_error)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the signature says of one parameter before any probe."""
+
+    index: int
+    name: str
+    kind: str  # the kind to try first
+    value: Any = None
+    reason: str = ""
+    flexible: bool = True  # the other kind may be tried too
+
+    def choice(self, layout: tuple[int, ...] | str) -> Choice:
+        if self.kind == TENSOR:
+            return Choice(self.name, TENSOR, self._shape(layout), reason=self.reason)
+        return Choice(self.name, self.kind, value=self.value, reason=self.reason)
+
+    def _shape(self, layout: tuple[int, ...] | str) -> tuple[int, ...]:
+        if layout != "linear":
+            return layout  # type: ignore[return-value]
+        if WEIGHT_NAMES.search(self.name):
+            return LINEAR_WEIGHT
+        return LINEAR_BIAS if BIAS_NAMES.search(self.name) else LINEAR_INPUT
+
+
+def _plans(target: Target) -> list[_Plan]:
+    annotations = annotations_of(target)
+    plans = []
+    for index, name in enumerate(target.parameters):
+        annotation = annotations.get(name, "")
+        if name in target.defaults:
+            default = target.defaults[name]
+            tensorish = default is None and ("Tensor" in annotation or BIAS_NAMES.search(name))
+            reason = (
+                "None by default; `{shape: [...]}` checks its gradient too"
+                if tensorish
+                else "forward's default"
+            )
+            plans.append(_Plan(index, name, LITERAL, default, reason, flexible=False))
+        elif "Tensor" in annotation:
+            plans.append(_Plan(index, name, TENSOR, reason="annotated Tensor", flexible=False))
+        elif annotation in SCALAR_TYPES:
+            value = SCALAR_NAMES.get(name, SCALAR_TYPES[annotation])
+            reason = f"{annotation}, no default: choose a value"
+            plans.append(_Plan(index, name, NUMBER, value, reason, flexible=False))
+        elif name in SCALAR_NAMES:
+            reason = "by its name: choose a value"
+            plans.append(_Plan(index, name, NUMBER, SCALAR_NAMES[name], reason))
+        else:
+            plans.append(_Plan(index, name, TENSOR, flexible=index > 0))
+    return plans
+
+
+def annotations_of(target: Target) -> dict[str, str]:
+    """Parameter annotations as written (strings), read without evaluating them."""
+    forward = getattr(target.obj, "forward", target.obj) if target.is_function else target.obj
+    try:
+        signature = inspect.signature(forward)
+    except (TypeError, ValueError):
+        return {}
+    written = {}
+    for name, parameter in signature.parameters.items():
+        annotation = parameter.annotation
+        if annotation is parameter.empty:
+            continue
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+        written[name] = text.rsplit(".", 1)[-1].removesuffix(" | None")
+    return written
+
+
+class _Search:
+    """Probes one assignment after another; remembers the fallbacks."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.forward_ran: list[Choice] | None = None
+        self.first_error: str | None = None
+        self.probes = 0
+
+    def settle(self, choices: list[Choice], plans: Sequence[_Plan]) -> list[Choice] | None:
+        """`choices`, or a neighbour of it, that forward and backward run on well; else None."""
+        outcome = self._probe(choices)
+        # Perhaps a parameter is a number (or a tensor) after all, or a 0-d tensor.
+        for repair in (_flipped(choices, plans), _zero_dimensional(choices, outcome)):
+            if outcome.stage == "done" or repair == choices:
+                continue
+            tried = self._probe(repair)
+            if STAGES.index(tried.stage) > STAGES.index(outcome.stage):
+                choices, outcome = repair, tried
+        if outcome.stage == "forward":
+            return None
+        self.forward_ran = self.forward_ran or choices
+        if outcome.wrong_shape:
+            choices, outcome = self._reshape(choices, plans, outcome)
+        if outcome.stage == "backward" or outcome.wrong_shape:
+            return None
+        return self._numbers_for_none(choices, plans, outcome.none)
+
+    def _reshape(
+        self, choices: list[Choice], plans: Sequence[_Plan], outcome: _Outcome
+    ) -> tuple[list[Choice], _Outcome]:
+        """Arguments whose gradient has another shape: a 0-d tensor, then a number."""
+        for index in outcome.wrong_shape:
+            if index == 0:  # the first argument sets the shapes: its gradient is backward's to fit
+                continue
+            alternatives = [replace(choices[index], shape=(), reason="backward's gradient is 0-d")]
+            if plans[index].flexible:
+                alternatives += _numbers(
+                    choices[index], "backward's gradient does not fit a tensor"
+                )
+            for alternative in alternatives:
+                trial = [*choices[:index], alternative, *choices[index + 1 :]]
+                tried = self._probe(trial)
+                if tried.stage == "done" and index not in tried.wrong_shape:
+                    choices, outcome = trial, tried
+                    break
+        return choices, outcome
+
+    def _numbers_for_none(
+        self, choices: list[Choice], plans: Sequence[_Plan], none: Sequence[int]
+    ) -> list[Choice]:
+        """A tensor whose gradient backward leaves None is a number, if forward takes one."""
+        for index in none:
+            if not (plans[index].flexible and choices[index].kind == TENSOR):
+                continue
+            reason = "backward returns None for it, and forward takes a number"
+            for alternative in _numbers(choices[index], reason):
+                trial = [*choices[:index], alternative, *choices[index + 1 :]]
+                tried = self._probe(trial)
+                if tried.stage == "done" and not tried.wrong_shape:
+                    choices = trial
+                    break
+        return choices
+
+    def _probe(self, choices: Sequence[Choice]) -> _Outcome:
+        self.probes += 1
+        outcome = probe(self.target, choices)
+        if outcome.stage == "forward" and self.first_error is None:
+            self.first_error = outcome.error
+        return outcome
+
+
+def _flipped(choices: list[Choice], plans: Sequence[_Plan]) -> list[Choice]:
+    """The flexible parameters as the other kind: tensors as numbers, numbers as tensors."""
+    flipped = []
+    for choice, plan in zip(choices, plans, strict=True):
+        if not plan.flexible:
+            flipped.append(choice)
+        elif choice.kind == TENSOR:
+            flipped.append(_numbers(choice, "forward uses it as one")[0])
+        else:
+            shape = choices[0].shape if choices and choices[0].kind == TENSOR else ELEMENTWISE
+            flipped.append(Choice(choice.name, TENSOR, shape, reason="forward rejects a number"))
+    return flipped
+
+
+def _zero_dimensional(choices: list[Choice], outcome: _Outcome) -> list[Choice]:
+    """The tensors after the first as 0-d tensors (a scalar parameter such as Swish's beta)."""
+    reason = f"{outcome.stage} rejects shape {list(choices[0].shape)}" if choices else ""
+    return [
+        replace(choice, shape=(), reason=reason)
+        if index > 0 and choice.kind == TENSOR and choice.shape
+        else choice
+        for index, choice in enumerate(choices)
+    ]
+
+
+def _numbers(choice: Choice, reason: str) -> list[Choice]:
+    return [Choice(choice.name, NUMBER, value=value, reason=reason) for value in NUMBERS]
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    stage: str  # "forward" or "backward" (where it failed), or "done"
+    error: str | None = None
+    none: tuple[int, ...] = ()  # tensor arguments whose gradient backward left None
+    wrong_shape: tuple[int, ...] = ()  # arguments whose gradient has another shape
+
+
+def probe(target: Target, choices: Sequence[Choice]) -> _Outcome:
+    """One forward, and backward with ones as grad_outputs, on the inputs of `choices`."""
+    import torch
+
+    from gradverify.inputs import build_inputs
+    from gradverify.spec.models import Case
+
+    case = Case.model_validate({"name": "probe", "inputs": [c.item for c in choices]})
+    arguments = build_inputs(case, 0)
+    with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
+        try:
+            outputs = target.call(*arguments)
+        except Exception as error:
+            return _Outcome("forward", _first_line(error))
+        items = outputs if isinstance(outputs, tuple | list) else (outputs,)
+        tensors = [o for o in items if isinstance(o, torch.Tensor)]
+        if any(o.is_floating_point() and not torch.isfinite(o).all() for o in tensors):
+            return _Outcome("forward", "forward's output is not finite")
+        if not any(o.requires_grad for o in tensors):
+            return _Outcome("done")
+        try:
+            gradients = _gradients(target, arguments, items)
+        except Exception as error:
+            return _Outcome("backward", _first_line(error))
+    none, wrong = [], []
+    for index, argument in enumerate(arguments):
+        gradient = gradients[index] if index < len(gradients) else None
+        if not isinstance(argument, torch.Tensor):
+            if gradient is not None:
+                wrong.append(index)
+        elif gradient is None:
+            none.append(index)
+        elif not isinstance(gradient, torch.Tensor) or gradient.shape != argument.shape:
+            wrong.append(index)
+    return _Outcome("done", none=tuple(none), wrong_shape=tuple(wrong))
+
+
+def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any]) -> tuple[Any, ...]:
+    """backward's own return where it can be called directly, so that autograd reshapes nothing."""
+    import torch
+
+    ones = [torch.ones_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
+    differentiable = [o for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad]
+    nodes = {o.grad_fn for o in differentiable}
+    function: Any = target.obj
+    if target.is_function and len(nodes) == 1:
+        node = nodes.pop()
+        owner: Any = getattr(type(node), "_forward_cls", None)
+        if owner is function:
+            with torch.no_grad():  # node is the ctx that forward saw
+                raw = function.backward(node, *ones)
+            return raw if isinstance(raw, tuple) else (raw,)
+    leaves = [
+        (index, a)
+        for index, a in enumerate(arguments)
+        if isinstance(a, torch.Tensor) and a.requires_grad
+    ]
+    pairs = [
+        (o, g)
+        for o, g in zip(outputs, ones, strict=True)
+        if isinstance(o, torch.Tensor) and o.requires_grad
+    ]
+    grads = torch.autograd.grad(
+        [o for o, _ in pairs], [a for _, a in leaves], [g for _, g in pairs], allow_unused=True
+    )
+    by_index = {index: grad for (index, _), grad in zip(leaves, grads, strict=True)}
+    return tuple(by_index.get(index) for index in range(len(arguments)))
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+
+# --- the spec text ----------------------------------------------------------------------
+
+
+def spec_text(inference: Inference, case: str = "basic", header: Sequence[str] = ()) -> str:
+    """The inferred spec as YAML, one commented line per input saying what was chosen."""
+    lines = [*header, f"target: {inference.target}", "cases:", f"  - name: {case}"]
+    lines.append("    inputs:" if inference.choices else "    inputs: []")
+    items = [flow(choice.item) for choice in inference.choices]
+    width = max((len(item) for item in items), default=0)
+    for item, choice in zip(items, inference.choices, strict=True):
+        lines.append(f"      - {item.ljust(width)}   # {comment(choice)}")
+    if inference.variadic is not None:
+        lines.append(f"      # *{inference.variadic}: add its inputs here")
+    return "\n".join(lines) + "\n"
+
+
+def comment(choice: Choice) -> str:
+    """The YAML comment beside an input: what it is and why it was chosen."""
+    if choice.kind == TENSOR:
+        what = "a tensor"
+    elif choice.kind == NUMBER:
+        what = "a number"
+    else:
+        return f"{choice.name}: {choice.reason}"
+    return f"{choice.name}: {what}" + (f" ({choice.reason})" if choice.reason else "")
+
+
+def flow(value: Any) -> str:
+    """`value` as one line of YAML that loads back to it."""
+    if isinstance(value, tuple):
+        value = list(value)
+    try:
+        text = yaml.safe_dump(value, default_flow_style=True, width=2**31, sort_keys=False)
+    except yaml.YAMLError:
+        return f"null  # TODO: {value!r} has no YAML form"
+    return text.removesuffix("...\n").strip()
