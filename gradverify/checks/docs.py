@@ -243,8 +243,17 @@ With `gradient: approximate` (and `max_error`, default 1e-3) in the spec:
   gradient: approximate
   max_error: 1.0e-2
 
-If two backward runs on the same inputs differ (a stochastic estimator), `backward` reports
-it as nondeterminism unless `tolerance: {nondet_tol: ...}` allows the difference.""",
+A stochastic estimator (a Monte-Carlo gradient) differs run to run: in this mode `backward`
+reports how far two runs differ as a figure, not as nondeterminism, and `samples: N` makes
+finite_difference compare the mean of N backward runs (its noise shrinks as 1/sqrt(N); a
+biased estimator stays off however many runs are averaged):
+
+  gradient: approximate
+  max_error: 5.0e-2
+  samples: 64
+
+When one run of a varying backward is above max_error, the hint suggests a number of
+samples from the spread it measured.""",
     ),
     "kinks": (
         "non-differentiable points (ReLU at 0, a clamp at its bounds) and how they are judged",
@@ -282,6 +291,7 @@ ALIASES: dict[str, str] = {
     "kink": "kinks",
     "expected": "expected_gradient",
     "max_error": "approximate",
+    "samples": "approximate",
 }
 
 

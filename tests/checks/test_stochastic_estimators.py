@@ -110,3 +110,14 @@ def test_the_schema_knows_samples():
     assert validator.is_valid({**base, "samples": 16})
     assert not validator.is_valid({**base, "samples": 0})
     assert not validator.is_valid({**base, "samples": "many"})
+
+
+def test_explain_samples_leads_to_the_approximate_mode():
+    from typer.testing import CliRunner
+
+    from gradverify.cli import app
+
+    result = CliRunner().invoke(app, ["explain", "samples"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("approximate: ")
+    assert "samples: 64" in result.stdout
