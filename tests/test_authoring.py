@@ -497,3 +497,27 @@ def test_the_readme_editor_snippets(tmp_path):
     [(schema_path, globs)] = json.loads(settings)["yaml.schemas"].items()
     assert (tmp_path / schema_path).resolve() == schema_file
     assert spec_file in [file for pattern in globs for file in tmp_path.glob(pattern)]
+
+
+TUTORIALS = [
+    "LegendrePolynomial3", "MyReLU", "LinearFunction", "LinearSetupContext", "MulConstant",
+    "ClippedReLU", "SwishFunction", "LearnableSwish", "LogSumExp", "ClampWithGrad",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", TUTORIALS)
+def test_init_writes_a_passing_spec_for_every_tutorial_function(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = init(f"tests.functions.tutorials:{name}")
+    assert result.exit_code == ExitCode.OK, result.output
+    [path] = Path("specs").glob("*.yaml")
+    [entry] = load_spec_file(path)  # loads back, and passed the trial above
+    assert entry.spec.target == f"tests.functions.tutorials:{name}"
+
+
+def test_init_says_why_a_parameter_is_a_number(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert init("tests.functions.tutorials:ClippedReLU").exit_code == ExitCode.OK
+    text = Path("specs/clipped_relu.yaml").read_text(encoding="utf-8")
+    assert "- 0.5" in text and "# clip_val: a number (forward uses it as one)" in text
+    assert "# input: a tensor" in text
