@@ -97,7 +97,8 @@ def test_arguments_a_spec_would_reject_raise_spec_errors() -> None:
 
 
 def test_assert_gradients_raises_with_the_clis_explanation() -> None:
-    x = torch.tensor([0.5, 2.0, -1.0], dtype=torch.float64, requires_grad=True)
+    # Two elements above the clip, two below: enough on each side for the region hint.
+    x = torch.tensor([0.5, 2.0, -1.0, 1.5], dtype=torch.float64, requires_grad=True)
     with pytest.raises(AssertionError) as raised:
         gradverify.assert_gradients(
             ClippedReLUForgotMask, [x, 1.0], checks=["finite_difference", "gradcheck"]

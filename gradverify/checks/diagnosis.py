@@ -1,6 +1,9 @@
 """Name the likely cause of a gradient mismatch from the pattern of the errors.
 
-Every hint says "likely" and carries its evidence: a diagnosis is a lead, not a verdict.
+Every hint says "likely" and carries its evidence: a diagnosis is a lead, not a verdict. A
+pattern is named only when the errors show it plainly (every entry obeys it, well within the
+tolerance, on enough entries); otherwise there is no hint. Patterns that an intended
+surrogate gradient also makes (a reversed sign, clipping) say how to declare one.
 """
 
 from __future__ import annotations
@@ -9,6 +12,15 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import torch
+
+# Hints only on this much evidence: entries a pattern is seen on, and how much better than
+# the tolerance the pattern explains them.
+MIN_ENTRIES = 3
+EXPLAINED = 0.1  # a pattern's residual: at most this fraction of the tolerance
+PRECISE = 0.1  # a region's right side: errors at most this fraction of the tolerance
+CLEARLY_WRONG = 10.0  # a region's wrong side: errors at least this many tolerances
+
+SURROGATE = "declare `gradient: surrogate`"
 
 
 def diagnose(
@@ -19,8 +31,14 @@ def diagnose(
     argument_name: str,
     atol: float,
     rtol: float,
+    linearity: Callable[[], bool | None] | None = None,
 ) -> str | None:
-    """A plain-words hint for a mismatching Jacobian block [rows, argument elements]."""
+    """A plain-words hint for a mismatching Jacobian block [rows, argument elements].
+
+    `linearity`, when given, asks backward whether it is linear in grad_output (True, False,
+    or None for unknown); it tells a wrong constant from a clipped gradient where the
+    Jacobian alone cannot (see `checks/linearity.py`).
+    """
     if not off.any() or analytical.is_complex() or numerical.is_complex():
         return None
     analytical = analytical.to(torch.float64)
@@ -29,11 +47,14 @@ def diagnose(
     if scale <= atol:
         return (
             "the numerical gradient is zero here, but backward returns a nonzero gradient; if "
-            "that is on purpose (a straight-through estimator), declare `gradient: surrogate`"
+            f"that is on purpose (a straight-through estimator), {SURROGATE}"
         )
 
     def close(x: torch.Tensor, y: torch.Tensor) -> bool:
         return bool(((x - y).abs() <= atol + rtol * y.abs()).all().item())
+
+    def linear() -> bool | None:
+        return linearity() if linearity is not None else None
 
     if float(analytical.abs().max().item()) <= atol:
         return (
@@ -41,10 +62,13 @@ def diagnose(
             "returned (None), or is masked away"
         )
     if close(analytical, -numerical):
-        return "the gradient has the opposite sign: likely a flipped sign in backward"
-    factor = _constant_factor(analytical, numerical, atol)
-    if factor is not None and close(analytical, factor * numerical):
-        return _describe_factor(factor)
+        return (
+            "the gradient has the opposite sign everywhere: likely a flipped sign in backward; "
+            f"if that is on purpose (a gradient-reversal layer), {SURROGATE}"
+        )
+    scaled = _scaled(analytical, numerical, off, atol, rtol, linear)
+    if scaled is not None:
+        return scaled
     if analytical.shape[0] == analytical.shape[1] and close(analytical, numerical.T):
         return (
             "the Jacobian is transposed: likely backward multiplies by a matrix where it should "
@@ -56,7 +80,7 @@ def diagnose(
             "order (e.g. `x.T @ grad` where `grad.T @ x` belongs)"
         )
     if _elementwise(analytical, numerical, atol):
-        region = _region(off, argument, argument_name)
+        region = _region(analytical, numerical, off, argument, argument_name, atol, rtol)
         if region is not None:
             return region
     zero_where_not = off & (analytical.abs() <= atol)
@@ -65,42 +89,125 @@ def diagnose(
             f"backward returns zero at {int(off.sum())} entries where the gradient is not zero: "
             "likely a mask that is too wide or a missing term"
         )
+    if linear() is False:
+        return (
+            "backward is not linear in grad_output (scaled down, grad_output does not scale the "
+            "gradient alike), as every derivative is: likely backward clips, normalizes or "
+            f"otherwise reshapes the gradient; if that is on purpose, {SURROGATE}"
+        )
     return None
 
 
+def _scaled(
+    analytical: torch.Tensor,
+    numerical: torch.Tensor,
+    off: torch.Tensor,
+    atol: float,
+    rtol: float,
+    linear: Callable[[], bool | None],
+) -> str | None:
+    """A constant factor or a clip level, whichever the errors and backward's linearity show.
+
+    When every entry has the same size, `analytical = numerical / 4` is also a clip at 0.25:
+    then only backward's linearity in grad_output tells them apart.
+    """
+    factor = _constant_factor(analytical, numerical, off, atol, rtol)
+    level = _clip_level(analytical, numerical, off, atol, rtol)
+    if level is not None and factor is not None:
+        verdict = linear()
+        if verdict is None:
+            return None  # either would be a guess
+        return _describe_factor(factor) if verdict else _describe_clip(level, nonlinear=True)
+    if level is not None and linear() is not True:
+        return _describe_clip(level, nonlinear=linear() is False)
+    if factor is not None and linear() is not False:
+        return _describe_factor(factor)
+    return None
+
+
+def _tolerance(numerical: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    return atol + rtol * numerical.abs()
+
+
 def _constant_factor(
-    analytical: torch.Tensor, numerical: torch.Tensor, atol: float
+    analytical: torch.Tensor, numerical: torch.Tensor, off: torch.Tensor, atol: float, rtol: float
 ) -> float | None:
+    """f with analytical = f·numerical on every entry, seen on enough entries, else None."""
     significant = numerical.abs() > 10 * atol
-    if not significant.any():
-        return None
+    if int(significant.sum()) < MIN_ENTRIES or not bool(off[significant].all()):
+        return None  # too few entries, or the factor is not visible wherever it should be
     ratios = analytical[significant] / numerical[significant]
     factor = float(ratios.median().item())
     if abs(factor - 1.0) < 1e-3 or abs(factor) < 1e-9:
         return None
-    if bool(((ratios - factor).abs() <= 1e-3 * abs(factor)).all().item()):
+    residual = (analytical - factor * numerical).abs()
+    if bool((residual <= EXPLAINED * _tolerance(numerical, atol, rtol)).all().item()):
         return factor
     return None
 
 
+def _clip_level(
+    analytical: torch.Tensor, numerical: torch.Tensor, off: torch.Tensor, atol: float, rtol: float
+) -> float | None:
+    """c with analytical = sign(numerical)·min(|numerical|, c): right where the gradient is
+    small, capped at c where it is larger; None unless enough entries show it."""
+    if int(off.sum()) < 2:
+        return None
+    capped, wanted = analytical[off].abs(), numerical[off].abs()
+    level = float(capped.median().item())
+    if level <= 10 * atol:
+        return None  # a zero is a mask, not a clip
+    same_sign = bool((analytical[off] * numerical[off] > 0).all().item())
+    at_level = bool(((capped - level).abs() <= EXPLAINED * (atol + rtol * level)).all().item())
+    above = bool((wanted > level + atol + rtol * level).all().item())
+    # The entries that are right must be those the cap leaves alone.
+    below = bool((numerical[~off].abs() <= level + atol + rtol * level).all().item())
+    return level if same_sign and at_level and above and below else None
+
+
+def _describe_clip(level: float, nonlinear: bool) -> str:
+    evidence = ", and backward is not linear in grad_output" if nonlinear else ""
+    return (
+        f"backward caps the gradient at {level:.4g} (analytical = numerical where |numerical| "
+        f"<= {level:.4g}, ±{level:.4g} beyond{evidence}): if that is on purpose (gradient "
+        f"clipping), {SURROGATE}; else likely a clamp in backward that does not belong there"
+    )
+
+
 def _describe_factor(factor: float) -> str:
-    sign = "and the opposite sign " if factor < 0 else ""
+    hint = _factor_cause(factor)
+    if factor < 0:
+        hint += (
+            f"; if the reversed sign is on purpose (a gradient-reversal layer with λ = "
+            f"{_fraction(abs(factor))}), {SURROGATE}"
+        )
+    return hint
+
+
+def _factor_cause(factor: float) -> str:
+    sign, minus = ("and the opposite sign ", "-") if factor < 0 else ("", "")
     magnitude = abs(factor)
     fraction = Fraction(magnitude).limit_denominator(64)
     exact = abs(float(fraction) - magnitude) <= 1e-3 * magnitude
     if exact and fraction.numerator == 1:
         n = fraction.denominator
         return (
-            f"off by a constant factor 1/{n} {sign}(analytical = numerical / {n}): likely a "
-            f"division by {n} too many, or a mean where a sum belongs"
+            f"off by a constant factor 1/{n} {sign}(analytical = {minus}numerical / {n}): likely "
+            f"a division by {n} too many, or a mean where a sum belongs"
         )
     if exact and fraction.denominator == 1:
         n = fraction.numerator
         return (
-            f"off by a constant factor {n} {sign}(analytical = {n} × numerical): likely a missing "
-            f"division by {n}, e.g. by the size of a reduced dimension"
+            f"off by a constant factor {n} {sign}(analytical = {minus}{n} × numerical): likely a "
+            f"missing division by {n}, e.g. by the size of a reduced dimension"
         )
     return f"off by a constant factor {magnitude:.4g} {sign}(analytical = {factor:.4g} × numerical)"
+
+
+def _fraction(value: float) -> str:
+    fraction = Fraction(value).limit_denominator(64)
+    exact = abs(float(fraction) - value) <= 1e-3 * value
+    return str(fraction) if exact else f"{value:.4g}"
 
 
 def _transposed_gradient(
@@ -128,13 +235,30 @@ def _elementwise(analytical: torch.Tensor, numerical: torch.Tensor, atol: float)
     )
 
 
-def _region(off: torch.Tensor, argument: torch.Tensor | None, name: str) -> str | None:
-    """`wrong only where x > 1`, when the wrong elements are exactly those above (or below) a value."""
+def _region(
+    analytical: torch.Tensor,
+    numerical: torch.Tensor,
+    off: torch.Tensor,
+    argument: torch.Tensor | None,
+    name: str,
+    atol: float,
+    rtol: float,
+) -> str | None:
+    """`wrong only where x > 1`, when a cut separates wrong elements from right ones plainly.
+
+    A mask or branch bug is right to the last digits on one side of a value and wrong by far
+    on the other. Noise is wrong by a little everywhere, some of it under the tolerance by
+    chance; a cut through noise is no evidence, so both sides need enough elements, the
+    right ones errors well under the tolerance and the wrong ones errors far above it.
+    """
     if argument is None or argument.is_complex() or argument.numel() != off.shape[1]:
         return None
     values = argument.detach().reshape(-1).to(torch.float64)
     wrong = off.any(dim=0)
-    if bool(wrong.all().item()):
+    if int(wrong.sum()) < 2 or int((~wrong).sum()) < 2:
+        return None
+    errors = ((analytical - numerical).abs() / _tolerance(numerical, atol, rtol)).amax(dim=0)
+    if float(errors[~wrong].max()) > PRECISE or float(errors[wrong].min()) < CLEARLY_WRONG:
         return None
     lowest_wrong, highest_wrong = values[wrong].min().item(), values[wrong].max().item()
     lowest_right, highest_right = values[~wrong].min().item(), values[~wrong].max().item()

@@ -23,6 +23,7 @@ from gradverify.checks.jacobian import (
     unravel,
 )
 from gradverify.checks.kinks import Evaluate, Kink, excused_mask, find_kinks
+from gradverify.checks.linearity import backward_linearity
 from gradverify.checks.maps import full_jacobian_map
 from gradverify.checks.modes import (
     first_order_problem,
@@ -234,7 +235,10 @@ def mismatch_failure(
     else:
         name = context.target.argument_name(index) or f"argument {index}"
         tol = context.tolerance
-        hint = diagnose(analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol)
+        linearity = backward_linearity(context, blocks.arguments, index, analytical)
+        hint = diagnose(
+            analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol, linearity
+        )
     where = f"element {list(element)}"
     if len(blocks.layout.indices) > 1 or blocks.layout.rows != argument.numel():
         where += f", output {output_index} element {list(output_element)}"

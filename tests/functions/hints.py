@@ -113,6 +113,34 @@ class ScaledGradientClipping(torch.autograd.Function):
         return (3 * grad_output).clamp(-1.0, 1.0)
 
 
+class SquareClippedGradient(torch.autograd.Function):
+    """y = x**2, backward clamps the gradient 2x·grad to [-1, 1]: capped only where |2x| > 1."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return (2 * x * grad_output).clamp(-1.0, 1.0)
+
+
+class SquareClippedGradOutput(torch.autograd.Function):
+    """y = x**2, backward clamps the incoming grad_output to [-0.5, 0.5] before the chain rule."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad_output.clamp(-0.5, 0.5) * 2 * x
+
+
 class SumMeanInsteadOfSum(torch.autograd.Function):
     """y = x.sum(-1); bug: backward divides by the size of the reduced dimension (a mean's)."""
 
