@@ -173,7 +173,7 @@ def test_a_buggy_function_fails_with_the_clis_explanation(
 def _panel(output: str, check: str) -> list[str]:
     """The lines of the failure panel titled `check`, without trailing spaces."""
     lines = [line.rstrip() for line in output.splitlines()]
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"╭─ {check} "))
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"╭─ ✗ {check} "))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("╰"))
     return lines[start : end + 1]
 
