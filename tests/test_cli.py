@@ -131,6 +131,17 @@ def test_seed_override_changes_the_inputs():
     assert worst("--seed", "1") != worst()
 
 
+def test_verbosity_flags_choose_how_much_text_is_shown():
+    spec = ("check", "specs/buggy.yaml", "--no-isolation", "--no-cache")
+    default, quiet, verbose = invoke(*spec), invoke(*spec, "-q"), invoke(*spec, "--verbose")
+    assert {default.exit_code, quiet.exit_code, verbose.exit_code} == {ExitCode.FAILED}
+    assert "jvp" not in default.stdout  # Not applicable to these Functions: counted only
+    assert " jvp " in verbose.stdout and " vmap " in verbose.stdout  # every check, one row each
+    assert "wasted work" in default.stdout and "wasted work" not in quiet.stdout
+    assert "warning" in quiet.stdout  # counted
+    assert len(quiet.stdout.splitlines()) < len(default.stdout.splitlines())
+
+
 def test_zero_config_infers_inputs_and_says_so():
     result = invoke("check", "tests.functions.correct:Square")
     assert result.exit_code == 0, result.output
