@@ -99,10 +99,18 @@ def explain(results: Sequence[Result], width: int = 100, color: bool = False) ->
     )  # fmt: skip
     cases: set[tuple[str, str]] = set()
     findings: set[tuple[Any, ...]] = set()
+    said: set[tuple[str, str, str]] = set()  # (target, case, check) whose panel was printed
     for result in results:
         if (result.target, result.case) not in cases:
             cases.add((result.target, result.case))
             console.print(Text(_heading(result), style="bold"))
+        if result.same_as is not None and (result.target, result.case, result.same_as) in said:
+            # One root cause, one finding (gradverify.folding), as the CLI says it.
+            console.print(
+                Text(f"  {result.check}: the same finding as {result.same_as}", style="dim")
+            )
+            continue
+        said.add((result.target, result.case, result.check))
         finding = (result.target, result.case, result.input_index, result.output_index,
                    result.element, result.analytical, result.numerical)  # fmt: skip
         if result.analytical is not None and finding in findings:

@@ -16,6 +16,7 @@ from gradverify.examples.swish import Swish
 from gradverify.results import Status
 from gradverify.spec.models import Tolerance
 from tests.functions.correct import Scale
+from tests.functions.report import LogOfZero
 
 
 def test_tensors_are_passed_as_given_and_literals_as_they_are() -> None:
@@ -108,10 +109,20 @@ def test_assert_gradients_raises_with_the_clis_explanation() -> None:
     assert "element       [1]" in lines
     assert "analytical    1" in lines and "numerical     0" in lines
     assert any(line.startswith("likely cause  wrong only where x > 1") for line in lines)
-    assert "gradcheck: the same finding as above" in lines  # said once, as the CLI does
+    assert "gradcheck: the same finding as finite_difference" in lines  # once, as the CLI does
 
     report = gradverify.assert_gradients(Swish, [{"shape": [3]}, {"shape": []}], checks=["jvp"])
     assert report.passed and report.results[0].status is Status.SKIP
+
+
+def test_assert_gradients_tells_one_root_cause_once() -> None:
+    x = torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    checks = ["forward", "backward", "finite_difference", "gradcheck"]
+    with pytest.raises(AssertionError) as raised:
+        gradverify.assert_gradients(LogOfZero, [x], checks=checks)
+    explained = str(raised.value)
+    assert explained.count("╭─") == 1  # forward's -inf, once
+    assert "  backward: the same finding as forward" in explained.splitlines()
 
 
 def test_assert_gradients_turns_warnings_into_python_warnings() -> None:
