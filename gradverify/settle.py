@@ -13,7 +13,9 @@ from typing import Any
 import torch
 
 from gradverify.checks.base import UserCodeError, call_forward
-from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows, samples_along
+from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows
+from gradverify.checks.noise import faint_rows, noise_rows
+from gradverify.checks.sampling import line_through, sample
 from gradverify.inputs import fresh_copies, redraw_values
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
 from gradverify.target import Target
@@ -92,11 +94,14 @@ def near_kinks(
     Group testing: the output is sampled along a random ±1 direction over a whole group of
     elements (five forward calls); a kink of any member shows as a kink along the direction.
     Only groups that show one are halved, so inputs without kinks cost five forward calls,
-    and each element near a kink about 5·log2(n).
+    and each element near a kink about 5·log2(n). Rounding noise (a forward computing in
+    float32) is no kink (`checks/noise.py`): once seen, roughness as faint as it is ignored.
     """
     probe = fresh_copies(arguments, torch.float64)
     signs = torch.randint(0, 2, (probe[index].numel(),), generator=torch.Generator().manual_seed(0))
     direction = (signs * 2 - 1).to(torch.float64)
+    magnitude = probe[index].detach().abs().reshape(-1)
+    noisy = False
 
     def evaluate(*values: Any) -> list[torch.Tensor]:
         return [
@@ -105,10 +110,19 @@ def near_kinks(
         ]  # fmt: skip
 
     def kinked(group: torch.Tensor) -> bool:
+        nonlocal noisy
+        eps = spec.tolerance.eps
         along = torch.zeros_like(direction)
         along[group] = direction[group]
-        values = samples_along(evaluate, probe, index, along, spec.tolerance.eps)
-        return _crosses_kink(values, spec)
+        line = line_through(evaluate, probe, index, along)
+        values = sample(line, eps)
+        tolerance = _tolerance(values, spec)
+        flagged = nondifferentiable_rows(values, eps, tolerance)
+        faint = flagged & faint_rows(values, eps, float(magnitude[group].max()))
+        if not noisy:
+            tol = spec.tolerance
+            noisy = bool(noise_rows(line, values, eps, faint, tol.atol, tol.rtol).any())
+        return bool((flagged & ~faint).any()) if noisy else bool(flagged.any())
 
     near: list[int] = []
     groups = [torch.arange(probe[index].numel())]
@@ -126,11 +140,11 @@ def near_kinks(
     return sorted(near)
 
 
-def _crosses_kink(values: torch.Tensor, spec: FunctionSpec) -> bool:
+def _tolerance(values: torch.Tensor, spec: FunctionSpec) -> torch.Tensor:
+    """Per row, the tolerance of the slope the samples show."""
     eps, tol = spec.tolerance.eps, spec.tolerance
     slope = (values[-1] - values[0]) / (2 * eps * OFFSETS[-1])
-    tolerance = tol.atol + tol.rtol * torch.nan_to_num(slope.abs(), posinf=0.0)
-    return bool(nondifferentiable_rows(values, eps, tolerance).any())
+    return tol.atol + tol.rtol * torch.nan_to_num(slope.abs(), posinf=0.0)
 
 
 def _note(

@@ -31,6 +31,7 @@ from gradverify.checks.modes import (
     randomized_verdict,
     resolve_mode,
 )
+from gradverify.checks.noise import rounding_hint
 from gradverify.checks.randomized import Localizer
 from gradverify.checks.stochastic import mean_jacobians, mean_note, samples_hint
 from gradverify.inputs import differentiable_indices, fresh_copies, promoted_arguments
@@ -65,6 +66,7 @@ class Assessment:
 
     comparison: Comparison
     kinks: tuple[Kink, ...]
+    noise: tuple[tuple[int, int], ...] = ()  # (row, column) entries off by rounding noise
 
     @property
     def admitted(self) -> list[Kink]:
@@ -176,14 +178,14 @@ def assess(context: CaseContext, index: int, blocks: Blocks) -> Assessment:
     comparison = compare(analytical, numerical, tol.atol, tol.rtol)
     if comparison.ok:
         return Assessment(comparison, ())
-    kinks = find_kinks(
+    found = find_kinks(
         blocks.evaluate, blocks.arguments, index, comparison.off,
         analytical, numerical, tol.eps, tol.atol, tol.rtol,
     )  # fmt: skip
-    if any(kink.admitted for kink in kinks):
-        excused = excused_mask(kinks, analytical.shape)
+    if any(kink.admitted for kink in found.kinks):
+        excused = excused_mask(found.kinks, analytical.shape)
         comparison = compare(analytical, numerical, tol.atol, tol.rtol, excused)
-    return Assessment(comparison, tuple(kinks))
+    return Assessment(comparison, found.kinks, found.noise)
 
 
 def judge(
@@ -206,7 +208,9 @@ def judge(
         )  # fmt: skip
     if admitted:
         notes = (*notes, f"{len(admitted)} mismatch(es) at non-differentiable points excused")
-    return mismatch_failure(context, check, index, blocks, comparison, assessment.kinks, notes)
+    return mismatch_failure(
+        context, check, index, blocks, comparison, assessment.kinks, notes, assessment.noise
+    )
 
 
 def mismatch_failure(
@@ -217,6 +221,7 @@ def mismatch_failure(
     comparison: Comparison,
     kinks: Sequence[Kink],
     notes: tuple[str, ...],
+    noise: Sequence[tuple[int, int]] = (),
 ) -> Result:
     """A failure naming the worst element, the values and the likely cause."""
     argument = blocks.arguments[index]
@@ -225,14 +230,14 @@ def mismatch_failure(
     element = unravel(comparison.column, argument.shape)
     outside = {(k.row, k.column): k for k in kinks if not k.admitted}
     remaining = comparison.off.nonzero().tolist()
-    hint: str | None
-    if remaining and all((row, column) in outside for row, column in remaining):
+    hint = noise_hint(comparison, noise)  # lost precision first: noise can look like anything
+    if hint is None and remaining and all((row, column) in outside for row, column in remaining):
         worst = outside[(comparison.row, comparison.column)]
         hint = (
             "wrong only at non-differentiable points: there any value between the one-sided "
             f"slopes is a valid (sub)gradient, but {worst.describe()}"
         )
-    else:
+    elif hint is None:
         name = context.target.argument_name(index) or f"argument {index}"
         tol = context.tolerance
         linearity = backward_linearity(context, blocks.arguments, index, analytical)
@@ -254,6 +259,17 @@ def mismatch_failure(
         hint=hint, mismatch_map=full_jacobian_map(comparison.off, argument.shape),
         **_error_fields(index, comparison, notes),
     )  # fmt: skip
+
+
+def noise_hint(
+    comparison: Comparison, noise: Sequence[tuple[int, int]], function: str = "forward"
+) -> str | None:
+    """The lost-precision hint when every entry still off is rounding noise of `function`."""
+    remaining = comparison.off.nonzero().tolist()
+    noisy = set(noise)
+    if not remaining or not all((row, column) in noisy for row, column in remaining):
+        return None
+    return rounding_hint(len({column for _, column in remaining}), function)
 
 
 def kink_warning(
@@ -280,7 +296,7 @@ def kink_warning(
         output_index=output_index, element=element,
         analytical=first.analytical,
         numerical=float(blocks.numerical[index][first.row, first.column]),
-        hint="a kink (as ReLU at 0): central differences mean nothing there, and backward's "
+        hint=f"{first.kind}: central differences mean nothing there, and backward's "
         "value is a valid subgradient; the rest of the gradient matches",
         **_error_fields(index, comparison, notes),
     )  # fmt: skip

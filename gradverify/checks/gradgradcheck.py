@@ -13,7 +13,13 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result
 from gradverify.checks.compare import Comparison
-from gradverify.checks.finite_difference import Blocks, assess, kink_warning, promotion_notes
+from gradverify.checks.finite_difference import (
+    Blocks,
+    assess,
+    kink_warning,
+    noise_hint,
+    promotion_notes,
+)
 from gradverify.checks.gradcheck import MODE_SKIPS
 from gradverify.checks.jacobian import (
     OutputLayout,
@@ -29,6 +35,7 @@ from gradverify.checks.modes import (
     search_notes,
     second_order_problem,
 )
+from gradverify.checks.noise import rounding_hint
 from gradverify.checks.randomized import Examination, Localizer, Problem
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
@@ -155,9 +162,13 @@ class GradgradcheckCheck:
         assessments = {p: assess(context, p, blocks) for p in positions}
         failing = [p for p in positions if not assessments[p].comparison.ok]
         if failing:
+            hints = {
+                p: noise_hint(assessments[p].comparison, assessments[p].noise, "backward") or hint
+                for p in failing
+            }  # lost precision in backward, when every entry off is its rounding noise
             return [
                 self._mismatch(
-                    context, p, blocks, len(arguments), assessments[p].comparison, hint, notes
+                    context, p, blocks, len(arguments), assessments[p].comparison, hints[p], notes
                 )
                 for p in failing
             ]
@@ -278,16 +289,21 @@ class GradgradcheckCheck:
             context, problem.layout, problem.values, n_arguments, exam.position,
             worst.row, worst.column,
         )  # fmt: skip
+        count = len(exam.wrong)
         text = (
             f"{text}: analytical {worst.analytical:.6g}, numerical {worst.numerical:.6g} "
-            f"(a Jacobian entry, localized by group testing in {exam.forward_calls} calls of "
-            "backward as a function)"
+            f"(at least {count} wrong {'entry' if count == 1 else 'entries'}, localized by "
+            f"group testing in {exam.forward_calls} calls of backward as a function)"
         )
+        if all(entry.noise for entry in exam.wrong):
+            columns = {(entry.position, entry.column) for entry in exam.wrong}
+            hint = rounding_hint(len(columns), function="backward", at_least=True)
         return context.result(
             self.id, Status.FAIL, text,
             input_index=input_index, output_index=output_index, element=element,
             analytical=worst.analytical, numerical=worst.numerical, max_abs_error=worst.error,
-            mismatched=len(exam.wrong), hint=hint, notes=(*notes, *search_notes(exam)),
+            mismatched=count, mismatched_at_least=True, hint=hint,
+            notes=(*notes, *search_notes(exam)),
         )  # fmt: skip
 
     def _hint(self, context: CaseContext) -> str:

@@ -23,6 +23,9 @@ from gradverify.checks.compare import compare
 from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.jacobian import OutputLayout, differentiable_outputs
 from gradverify.checks.jvp_crash import jvp_crash
+from gradverify.checks.kinks import nondifferentiable_rows
+from gradverify.checks.noise import faint_rows, noise_rows, reach, rounding_hint
+from gradverify.checks.sampling import sample
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
 from gradverify.target import Target
@@ -105,7 +108,9 @@ class JvpCheck:
         differences = _differences(context, arguments, tangents, layout)
         atol, rtol = _tolerances(context, differences.central)
         first = compare(analytical.unsqueeze(1), differences.central.unsqueeze(1), atol, rtol)
-        kinks = differences.kinks(analytical, first.off.squeeze(1), atol, rtol)
+        off = first.off.squeeze(1)
+        noise = _rounding_noise(context, arguments, tangents, layout, off, analytical, (atol, rtol))
+        kinks = differences.kinks(analytical, off, atol, rtol) & ~noise
         numerical = torch.where(kinks, analytical, differences.central)  # kinks are excused
         comparison = compare(analytical.unsqueeze(1), numerical.unsqueeze(1), atol, rtol)
         direction = (
@@ -151,7 +156,8 @@ class JvpCheck:
             element=element,
             analytical=comparison.analytical + 0.0,
             numerical=comparison.numerical + 0.0,
-            hint=_hint(context, analytical[rows], numerical[rows], alone, atol),
+            hint=_noise_hint(comparison.off.squeeze(1), noise)
+            or _hint(context, analytical[rows], numerical[rows], alone, atol),
             **fields,
         )
 
@@ -266,6 +272,57 @@ def _quiet_dual_level() -> Iterator[None]:
         warnings.filterwarnings("ignore", ".*torch.jit.script.*", DeprecationWarning)
         with forward_ad.dual_level():
             yield
+
+
+def _rounding_noise(
+    context: CaseContext,
+    arguments: Sequence[Any],
+    tangents: Tangents,
+    layout: OutputLayout,
+    off: torch.Tensor,
+    analytical: torch.Tensor,
+    tolerances: tuple[float, float],
+) -> torch.Tensor:
+    """Off entries that are rounding noise of forward along the tangents (`noise.py`), which
+    the one-sided slopes would otherwise take for kinks."""
+    if not bool(off.any()) or analytical.is_complex():
+        return torch.zeros_like(off)
+    eps, (atol, rtol) = context.tolerance.eps, tolerances
+
+    def line(t: float) -> torch.Tensor:
+        shifted = list(fresh_copies(arguments))
+        for index, tangent in tangents.items():
+            moved = arguments[index].detach() + t * tangent
+            shifted[index] = moved.requires_grad_(arguments[index].requires_grad)
+        with torch.no_grad():
+            outputs = call_forward(context.target.call, shifted)
+        return torch.cat(
+            [outputs[i].detach().reshape(-1).to(torch.float64) for i in layout.indices]
+        )
+
+    values = sample(line, eps)
+    if values.is_complex() or values.shape[1] != off.numel():
+        return torch.zeros_like(off)
+    central = (values[-1] - values[0]) / (2 * eps)
+    flagged = nondifferentiable_rows(values, eps, atol + rtol * central.abs())
+    # rounding x to float32 moves f by 2^-24·|x|·|∂f/∂x| = 2^-24·|x/u|·|slope along u|
+    x_scale = max(
+        float((arguments[i].detach().abs() / u.abs().clamp_min(1e-2)).max()) if u.numel() else 0.0
+        for i, u in tangents.items()
+    )
+    faint = flagged & off & faint_rows(values, eps, x_scale)
+    noise = noise_rows(line, values, eps, faint, atol, rtol)
+    if not bool(noise.any()):
+        return noise
+    quiet = off & ~flagged & ((analytical - central).abs() <= reach(values, eps, x_scale) / eps)
+    return noise | faint | quiet  # once noise is seen, faint roughness is more of it
+
+
+def _noise_hint(off: torch.Tensor, noise: torch.Tensor) -> str | None:
+    """The lost-precision hint when every entry off is rounding noise of forward."""
+    if not bool(off.any()) or bool((off & ~noise).any()):
+        return None
+    return rounding_hint(int(off.sum()))
 
 
 def _differences(

@@ -2,12 +2,15 @@
 
 ReLU at 0 or a clamp at its bounds is correct code whose central difference is 0.5 against
 an analytical 0 or 1. At an entry where analytical and numerical disagree, we sample the
-output along the perturbed coordinate at x-eps, x-eps/2, x, x+eps/2, x+eps. A smooth
-function is fitted by a quadratic to rounding error; a kink inside [x-eps, x+eps] leaves a
-residual in proportion to the change of slope (Chainer's `detect_nondifferentiable` does the
-same). A jump between finite and non-finite values is a kink too. At a kink the analytical
-value must lie between the one-sided slopes (any subgradient is fine); outside them it is
-still wrong.
+output along the perturbed coordinate at x-eps, x-eps/2, x, x+eps/2, x+eps (`sampling.py`):
+a kink inside [x-eps, x+eps] leaves a quadratic-fit residual in proportion to the change of
+slope. A jump between finite and non-finite values is a kink too, and so is a jump of the
+value (a step): its one-sided slopes hold on either side, while the central difference is
+the jump over 2·eps. At a kink the analytical value must lie between the one-sided slopes
+(any subgradient is fine); outside them it is still wrong.
+
+Rounding noise (a forward computing in float32) leaves a residual as well; `noise.py` tells
+it apart, and such entries are lost precision, never excused.
 """
 
 from __future__ import annotations
@@ -19,22 +22,14 @@ from typing import Any
 
 import torch
 
-Evaluate = Callable[..., Sequence[torch.Tensor]]
-
-# Offsets along the coordinate, in units of eps.
-OFFSETS = (-1.0, -0.5, 0.0, 0.5, 1.0)
-# A kink of slope change s leaves a quadratic-fit residual of about 0.07 * s * eps; a
-# mismatch needs s > ~2 * tolerance. Flag from a third of that, well above rounding.
-RESIDUAL_FRACTION = 0.05
-ROUNDING = 1e-13
-
-
-def _fit_projection() -> torch.Tensor:
-    design = torch.tensor([[1.0, d, d * d] for d in OFFSETS], dtype=torch.float64)
-    return design @ torch.linalg.pinv(design)  # maps samples to their quadratic fit
-
-
-_FIT = _fit_projection()
+from gradverify.checks.noise import faint_rows, noise_rows, reach
+from gradverify.checks.sampling import (
+    OFFSETS,
+    Evaluate,
+    line_through,
+    rough_rows,
+    sample,
+)
 
 
 @dataclass(frozen=True)
@@ -47,52 +42,67 @@ class Kink:
     right: float
     analytical: float
     admitted: bool  # analytical lies between the one-sided slopes
+    jump: float = 0.0  # the change of value the slopes leave unexplained (0: a kink, no jump)
+    central: float = 0.0  # the central difference (f(x+eps) - f(x-eps)) / 2eps there
+    faint: bool = False  # no rougher than float32 rounding: noise, in a function that has noise
+
+    @property
+    def kind(self) -> str:
+        """What sits here, with the everyday example."""
+        return "a jump (as a step at 0)" if self.jump else "a kink (as ReLU at 0)"
 
     def describe(self) -> str:
+        """The one-sided slopes, and for a jump why the central difference is so large."""
+        slopes = f"left slope {self.left:.4g}, right slope {self.right:.4g}"
         relation = "lies between them" if self.admitted else "lies outside them"
+        if self.jump == 0.0:
+            return f"{slopes}; analytical {self.analytical:.4g} {relation}"
         return (
-            f"left slope {self.left:.4g}, right slope {self.right:.4g}; "
-            f"analytical {self.analytical:.4g} {relation}"
+            f"a jump of {self.jump:.4g} here ({slopes}): the central difference across it, "
+            f"jump / (2·eps) = {self.central:.4g}, means nothing; analytical "
+            f"{self.analytical:.4g} {relation.replace('them', 'the slopes')}"
         )
+
+
+@dataclass(frozen=True)
+class Roughness:
+    """What sampling found at the mismatching entries of one Jacobian block."""
+
+    kinks: tuple[Kink, ...]
+    noise: tuple[tuple[int, int], ...] = ()  # (row, column): off by rounding noise (noise.py)
 
 
 def samples(
     evaluate: Evaluate, arguments: Sequence[Any], index: int, column: int, eps: float
 ) -> torch.Tensor:
     """Outputs (concatenated, flat) at the OFFSETS along one coordinate: [len(OFFSETS), rows]."""
-    along = torch.zeros(arguments[index].numel(), dtype=arguments[index].dtype)
-    along[column] = 1.0
-    return samples_along(evaluate, arguments, index, along, eps)
+    return samples_along(evaluate, arguments, index, _one_hot(arguments[index], column), eps)
 
 
 def samples_along(
     evaluate: Evaluate, arguments: Sequence[Any], index: int, direction: torch.Tensor, eps: float
 ) -> torch.Tensor:
     """Outputs (concatenated, flat) at x + offset·eps·direction for each of the OFFSETS."""
-    base = arguments[index].detach()
-    step = direction.reshape(base.shape).to(base.dtype)
-    rows = []
-    for offset in OFFSETS:
-        perturbed = list(arguments)
-        perturbed[index] = base + (offset * eps) * step
-        with torch.no_grad():
-            outputs = evaluate(*perturbed)
-        rows.append(torch.cat([o.detach().reshape(-1).to(torch.float64) for o in outputs]))
-    return torch.stack(rows)
+    return sample(line_through(evaluate, arguments, index, direction), eps)
+
+
+def _one_hot(argument: torch.Tensor, column: int) -> torch.Tensor:
+    along = torch.zeros(argument.numel(), dtype=argument.dtype)
+    along[column] = 1.0
+    return along
 
 
 def nondifferentiable_rows(
     values: torch.Tensor, eps: float, tolerance: torch.Tensor
 ) -> torch.Tensor:
-    """Per row (output element): does the coordinate cross a kink within eps? (bool [rows])"""
+    """Per row (output element): does the coordinate cross a kink within eps? (bool [rows])
+
+    Rounding noise crosses this test too; `noise.noise_rows` tells it apart.
+    """
     finite = torch.isfinite(values)
     centre_finite = finite[OFFSETS.index(0.0)]
     finiteness_jump = centre_finite & ~finite.all(dim=0)
-    safe = torch.where(finite, values, torch.zeros_like(values))
-    residual = (safe - _FIT @ safe).abs().amax(dim=0)
-    scale = safe.abs().amax(dim=0).clamp_min(1.0)
-    threshold = torch.maximum(RESIDUAL_FRACTION * tolerance * eps, ROUNDING * scale)
-    return finiteness_jump | (residual > threshold)
+    return finiteness_jump | rough_rows(values, eps, tolerance)
 
 
 def find_kinks(
@@ -105,19 +115,48 @@ def find_kinks(
     eps: float,
     atol: float,
     rtol: float,
-) -> list[Kink]:
-    """The mismatching entries of argument `index`'s Jacobian block that sit at kinks."""
+) -> Roughness:
+    """The mismatching entries of argument `index`'s Jacobian block that sit at kinks, and
+    those that are off by rounding noise instead."""
     kinks: list[Kink] = []
+    noise: list[tuple[int, int]] = []
+    quiet: list[tuple[int, int]] = []  # smooth-looking, but off by no more than noise could be
+    flat = arguments[index].detach().reshape(-1)
     for column in off.any(dim=0).nonzero().flatten().tolist():
         rows = off[:, column].nonzero().flatten()
-        values = samples(evaluate, arguments, index, column, eps)
+        line = line_through(evaluate, arguments, index, _one_hot(arguments[index], column))
+        values = sample(line, eps)
         tolerance = atol + rtol * numerical[:, column].abs().to(torch.float64)
         flagged = nondifferentiable_rows(values, eps, tolerance)
+        wanted = torch.zeros_like(flagged)
+        wanted[rows] = True
+        x_scale = abs(float(flat[column]))
+        faint = flagged & wanted & faint_rows(values, eps, x_scale)
+        # Once noise is seen, faint roughness is more of it (see noise.py).
+        noisy = faint if noise else noise_rows(line, values, eps, faint, atol, rtol)
+        error = (analytical[:, column] - numerical[:, column]).abs().to(torch.float64)
+        small = error <= reach(values, eps, x_scale) / eps
         for row in rows.tolist():
-            if flagged[row]:
+            if noisy[row]:
+                noise.append((row, column))
+            elif flagged[row]:
                 value = float(analytical[row, column])
-                kinks.append(kink_at(values, row, column, value, eps, atol, rtol))
-    return kinks
+                kink = kink_at(values, row, column, value, eps, atol, rtol, bool(faint[row]))
+                kinks.append(kink)
+            elif small[row]:
+                quiet.append((row, column))
+    return with_noise(kinks, noise, quiet)
+
+
+def with_noise(
+    kinks: Sequence[Kink], noise: Sequence[tuple[int, int]], quiet: Sequence[tuple[int, int]] = ()
+) -> Roughness:
+    """Kinks and noise of one block. Where there is noise, faint kinks count as noise too, and
+    so do entries that looked smooth but are off by no more than noise could make them."""
+    if not noise:
+        return Roughness(tuple(kinks))
+    faint = [(kink.row, kink.column) for kink in kinks if kink.faint]
+    return Roughness(tuple(k for k in kinks if not k.faint), (*noise, *faint, *quiet))
 
 
 def kink_at(
@@ -128,6 +167,7 @@ def kink_at(
     eps: float,
     atol: float,
     rtol: float,
+    faint: bool = False,
 ) -> Kink:
     """The Kink that `samples` show at (row, column), judged against `analytical`."""
     # The outer half-steps: their slopes stay those of each side even when x sits
@@ -135,7 +175,15 @@ def kink_at(
     half = eps * (OFFSETS[1] - OFFSETS[0])
     left = float((values[1, row] - values[0, row]) / half)
     right = float((values[-1, row] - values[-2, row]) / half)
-    return Kink(row, column, left, right, analytical, _between(analytical, left, right, atol, rtol))
+    central = float((values[-1, row] - values[0, row]) / (2 * eps * OFFSETS[-1]))
+    # A kink between the slopes leaves the central difference between them; beyond them, the
+    # rest is a jump of the value, which central differences turn into jump / (2·eps).
+    jump = 0.0
+    finite = all(map(math.isfinite, (left, right, central)))
+    if finite and not _between(central, left, right, atol, rtol):
+        jump = 2 * eps * OFFSETS[-1] * (central - (left + right) / 2)
+    admitted = _between(analytical, left, right, atol, rtol)
+    return Kink(row, column, left, right, analytical, admitted, jump, central, faint)
 
 
 def _between(value: float, left: float, right: float, atol: float, rtol: float) -> bool:

@@ -33,6 +33,7 @@ from gradverify.checks.jacobian import (
     unravel,
 )
 from gradverify.checks.maps import located_map
+from gradverify.checks.noise import rounding_hint
 from gradverify.checks.randomized import PROJECTIONS, Entry, Examination, Problem
 from gradverify.checks.stochastic import mean_note
 from gradverify.checks.torch_gradcheck import gradient_selection
@@ -145,11 +146,13 @@ def randomized_failure(
     elementwise = problem.layout.shapes == (tuple(argument.shape),) and worst.row == worst.column
     if not elementwise:  # the output element is not the argument's own
         where += f", output {output_index} element {list(output_element)}"
-    found = f"{len(exam.wrong)} wrong entries found" if len(exam.wrong) > 1 else ""
+    # Group testing stops at the first wrong entry of each projection: there may be more.
+    count = len(exam.wrong)
+    found = f"at least {count} wrong {'entry' if count == 1 else 'entries'}"
     message = (
         f"gradient of {context.describe_argument(index)} is wrong at {where}: analytical "
-        f"{worst.analytical:.6g}, numerical {worst.numerical:.6g} ({found or 'a Jacobian entry'}"
-        f", localized by group testing in {exam.forward_calls} forward calls)"
+        f"{worst.analytical:.6g}, numerical {worst.numerical:.6g} ({found}, localized by "
+        f"group testing in {exam.forward_calls} forward calls)"
     )
     if exam.excused:
         notes = (*notes, f"{len(exam.excused)} mismatch(es) at non-differentiable points excused")
@@ -158,14 +161,14 @@ def randomized_failure(
         input_index=index, output_index=output_index, element=element,
         analytical=worst.analytical, numerical=worst.numerical,
         max_abs_error=worst.error, max_rel_error=_relative(worst, problem.atol),
-        mismatched=len(exam.wrong), hint=_failure_hint(exam, problem),
+        mismatched=count, mismatched_at_least=True, hint=_failure_hint(exam, problem),
         mismatch_map=located_map(
             [entry.column for entry in exam.wrong],
             [entry.column for entry in exam.excused],
             argument.shape,
         ),
         notes=(*notes, *search_notes(exam)),
-        details=tuple(_describe(entry, problem) for entry in exam.wrong) if found else (),
+        details=tuple(_describe(entry, problem) for entry in exam.wrong) if count > 1 else (),
     )  # fmt: skip
 
 
@@ -184,7 +187,7 @@ def randomized_kink_warning(
         f"{more}: {first.kink.describe()}",
         input_index=index, output_index=output_index, element=element,
         analytical=first.analytical, numerical=first.numerical,
-        hint="a kink (as ReLU at 0): central differences mean nothing there, and backward's "
+        hint=f"{first.kink.kind}: central differences mean nothing there, and backward's "
         "value is a valid subgradient; random projections of the rest of the gradient match",
         notes=(*notes, *search_notes(exam)),
     )  # fmt: skip
@@ -242,6 +245,9 @@ def _relative(entry: Entry, atol: float) -> float | None:
 
 
 def _failure_hint(exam: Examination, problem: Problem) -> str | None:
+    if all(entry.noise for entry in exam.wrong):
+        elements = len({entry.column for entry in exam.wrong})
+        return rounding_hint(elements, at_least=True)
     if all(entry.kink is not None for entry in exam.wrong):
         kink = exam.worst.kink
         assert kink is not None

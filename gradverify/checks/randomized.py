@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -44,13 +44,13 @@ import torch
 from gradverify.checks.base import user_code
 from gradverify.checks.jacobian import OutputLayout
 from gradverify.checks.kinks import (
-    OFFSETS,
     Evaluate,
     Kink,
     kink_at,
     nondifferentiable_rows,
-    samples,
 )
+from gradverify.checks.noise import faint_rows, noise_rows, reach
+from gradverify.checks.sampling import line_through, sample
 
 PROJECTIONS = 3  # random (u, v) pairs per argument
 ROUNDING_ULPS = 64.0  # float64 units in the last place allowed per rounding sum
@@ -93,6 +93,8 @@ class Entry:
     numerical: float
     off: bool  # outside atol + rtol·|numerical|
     kink: Kink | None = None  # set when an off entry sits at a non-differentiable point
+    noise: bool = False  # off by rounding noise (a forward computing in float32), see noise.py
+    faint: bool = False  # off by no more than rounding noise could make it
 
     @property
     def excused(self) -> bool:
@@ -137,6 +139,7 @@ class Localizer:
         self.base = _flat(problem.outputs)
         self._finite_base = torch.nan_to_num(self.base, nan=0.0, posinf=0.0, neginf=0.0)
         self._projections: dict[int, tuple[torch.Tensor, dict[int, torch.Tensor]]] = {}
+        self.noisy = False  # rounding noise seen: faint roughness is more of it (noise.py)
 
     def examine(self, position: int, search: bool = True) -> Examination:
         """Detect, localize and judge discrepancies in the block of values[position]; with
@@ -170,6 +173,10 @@ class Localizer:
                 else:
                     exam.spread.append((discrepancy, threshold))
                 break
+        if self.noisy:  # entries judged before the noise was seen
+            exam.wrong += [replace(e, kink=None, noise=True) for e in exam.excused if e.faint]
+            exam.excused = [entry for entry in exam.excused if not entry.faint]
+            exam.wrong = [replace(e, noise=e.noise or e.faint) for e in exam.wrong]
         exam.forward_calls = self.forward_calls - forward_before
         exam.backward_calls = self.backward_calls - backward_before
         return exam
@@ -257,8 +264,8 @@ class Localizer:
         expected = float(numerical[row])
         difference = abs(analytical - expected)
         off = not difference <= self.problem.atol + self.problem.rtol * abs(expected)
-        kink = self._kink(position, row, column, analytical, numerical) if off else None
-        return Entry(position, row, column, analytical, expected, off, kink)
+        entry = Entry(position, row, column, analytical, expected, off)
+        return self._roughness(entry, numerical) if off else entry
 
     def _search_row(
         self, position: int, column: int, v: torch.Tensor, g: float, numerical: torch.Tensor
@@ -283,18 +290,40 @@ class Localizer:
                 low, discrepancy = middle, right
         return low
 
-    def _kink(
-        self, position: int, row: int, column: int, analytical: float, numerical: torch.Tensor
-    ) -> Kink | None:
-        """The kink at this entry, as `kinks.find_kinks` samples it, or None if it is smooth."""
-        problem = self.problem
-        with user_code("forward"):
-            values = samples(problem.evaluate, problem.values, position, column, problem.eps)
-        self.forward_calls += len(OFFSETS)
+    def _roughness(self, entry: Entry, numerical: torch.Tensor) -> Entry:
+        """An off entry with what sampling shows there, as `kinks.find_kinks` samples it: a
+        kink, rounding noise, or nothing (smooth)."""
+        problem, row, column = self.problem, entry.row, entry.column
+        direction = torch.zeros(problem.values[entry.position].numel(), dtype=torch.float64)
+        direction[column] = 1.0
+        line = line_through(problem.evaluate, problem.values, entry.position, direction)
+
+        def counted(t: float) -> torch.Tensor:
+            self.forward_calls += 1
+            with user_code("forward"):
+                return line(t)
+
+        values = sample(counted, problem.eps)
         tolerance = problem.atol + problem.rtol * numerical.abs()
-        if not bool(nondifferentiable_rows(values, problem.eps, tolerance)[row]):
-            return None
-        return kink_at(values, row, column, analytical, problem.eps, problem.atol, problem.rtol)
+        flagged = nondifferentiable_rows(values, problem.eps, tolerance)
+        x_scale = abs(float(problem.values[entry.position].detach().reshape(-1)[column]))
+        faint = flagged & faint_rows(values, problem.eps, x_scale)
+        if not flagged[row]:
+            small = entry.error <= float(reach(values, problem.eps, x_scale)[row]) / problem.eps
+            return replace(entry, faint=small, noise=small and self.noisy)
+        if faint[row]:
+            only = torch.zeros_like(faint)
+            only[row] = True
+            if self.noisy or bool(
+                noise_rows(counted, values, problem.eps, only, problem.atol, problem.rtol)[row]
+            ):
+                self.noisy = True
+                return replace(entry, noise=True, faint=True)
+        kink = kink_at(
+            values, row, column, entry.analytical, problem.eps, problem.atol, problem.rtol,
+            bool(faint[row]),
+        )  # fmt: skip
+        return replace(entry, kink=kink, faint=bool(faint[row]))
 
     def _numerical(
         self, position: int, support: torch.Tensor, u: torch.Tensor, step: float, v: torch.Tensor

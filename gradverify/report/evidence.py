@@ -31,8 +31,8 @@ def evidence(result: Result) -> Iterator[tuple[str, str]]:
         errors = f"max abs {result.max_abs_error:.3g}"
         if result.max_rel_error is not None:
             errors += f", max rel {result.max_rel_error:.3g}"
-        if result.mismatched and result.total:
-            errors += f"; {result.mismatched} of {result.total} entries off"
+        if result.mismatched and (result.total or result.mismatched_at_least):
+            errors += f"; {_entries_off(result)}"
         yield "error", errors
     if result.hint:
         yield "likely cause", result.hint
@@ -44,6 +44,14 @@ def evidence(result: Result) -> Iterator[tuple[str, str]]:
         yield "spec", _place(relative_path(result.spec_file), result.spec_line)
     for note in result.notes:
         yield "note", note
+
+
+def _entries_off(result: Result) -> str:
+    """`3 of 64 entries off`; `at least 3 ...` where localization found only some."""
+    least = "at least " if result.mismatched_at_least else ""
+    of = f" of {result.total}" if result.total else ""
+    entries = "entry" if result.mismatched == 1 and not of else "entries"
+    return f"{least}{result.mismatched}{of} {entries} off"
 
 
 def argument(result: Result) -> str:
