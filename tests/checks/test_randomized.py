@@ -8,9 +8,15 @@ import textwrap
 import pytest
 import torch
 
-from gradverify.checks.modes import MAX_FULL_ENTRIES
+from gradverify.checks.base import CaseContext
+from gradverify.checks.fast_pass import restricted_complaint
+from gradverify.checks.modes import MAX_FULL_ENTRIES, first_order_problem
+from gradverify.checks.randomized import Entry
 from gradverify.inputs import build_inputs
+from gradverify.report.evidence import evidence
 from gradverify.spec.load import parse_spec
+from gradverify.spec.models import FunctionSpec
+from gradverify.target import load_target
 from tests.functions import large
 
 MILLION = """
@@ -266,3 +272,56 @@ def test_an_approximate_gradient_is_measured_on_projections(run_spec, only):
     assert result.status.value == "pass"
     assert "projected error" in result.message
     assert result.max_rel_error == pytest.approx(5e-4, rel=0.2)  # backward is 0.05% off
+
+
+@pytest.fixture(scope="module")
+def ten_thousand_wrong(run_spec):
+    return run_spec(TEN_THOUSAND.format(target="SigmoidWrongAtOneElement"))
+
+
+def test_gradcheck_does_not_pass_what_finite_difference_localized(ten_thousand_wrong, only):
+    localized = only(ten_thousand_wrong, check="finite_difference")
+    result = only(ten_thousand_wrong, check="gradcheck")
+    assert result.status.value == "fail"  # torch's fast mode alone passes this case
+    assert result.same_as == "finite_difference"
+    assert result.element == localized.element
+    assert result.message.startswith(
+        "missed by torch's fast mode, confirmed by its gradcheck on the 1 localized entry: "
+    )
+    assert any("few random projections" in note for note in result.notes)
+
+
+def test_gradcheck_alone_finds_what_its_fast_mode_missed(run_spec, only):
+    report = run_spec(
+        TEN_THOUSAND.format(target="SigmoidWrongAtOneElement").replace(
+            "[finite_difference, gradcheck, gradgradcheck]", "[gradcheck]"
+        )
+    )
+    result = only(report, check="gradcheck")
+    assert result.status.value == "fail"
+    assert result.same_as is None  # its own finding: no earlier check made it
+    assert result.element == divmod(large.WRONG_INDEX % 10_000, 100)
+
+
+def test_torchs_gradcheck_on_localized_entries_passes_a_correct_function():
+    x = torch.linspace(-2, 2, 100, dtype=torch.float64).reshape(10, 10).requires_grad_()
+    index = large.WRONG_INDEX % 100
+    entries = [Entry(0, index, index, 0.0, 0.0, True), Entry(0, 3, 3, 0.0, 0.0, True)]
+    complaints = {}
+    for name in ("Sigmoid", "SigmoidWrongAtOneElement"):
+        target = f"tests.functions.large:{name}"
+        spec = FunctionSpec.model_validate({"target": target, "cases": [{"name": "c"}]})
+        context = CaseContext(load_target(target), "c", (x,), spec, 0)
+        problem = first_order_problem(context, (x,), [0])
+        assert problem is not None
+        complaints[name] = restricted_complaint(context, problem, entries)
+    assert complaints["Sigmoid"] is None
+    assert "Jacobian mismatch" in (complaints["SigmoidWrongAtOneElement"] or "")
+
+
+def test_counts_from_localization_say_at_least(ten_thousand_wrong, only):
+    for check in ("finite_difference", "gradcheck", "gradgradcheck"):
+        result = only(ten_thousand_wrong, check=check)
+        assert result.mismatched_at_least
+        assert "(at least 1 wrong entry, localized by group testing" in result.message
+        assert dict(evidence(result))["error"].endswith("; at least 1 entry off")
