@@ -141,7 +141,8 @@ when only gradcheck fails, look at what it adds: backward must also cope with un
 Fixes: as for finite_difference; treat a None grad_output as zeros (or keep
 ctx.set_materialize_grads(True)). At kinks it runs again with those elements held fixed.
 In `mode: randomized` torch's fast mode is used and a failure is localized by group
-testing.""",
+testing; when fast mode passes, group testing looks again, and torch's gradcheck runs on
+the entries it localizes alone.""",
     "gradgradcheck": """\
 Runs torch.autograd.gradgradcheck with seeded grad_outputs: double backward (the gradient
 of your backward) must match finite differences of backward. A failure names the gradient
@@ -268,7 +269,13 @@ analytical 0 or 1), so plain gradcheck calls correct code wrong. gradverify does
     kink leaves a residual in proportion to its change of slope. A jump between finite and
     non-finite values counts too.
   - A mismatch at a kink is a `warn` when the analytical value lies between the one-sided
-    slopes, and still a `fail` outside them ("wrong only at non-differentiable points").
+    slopes, and still a `fail` outside them ("wrong only at non-differentiable points"). At
+    a jump of the value the warning gives the jump: the central difference there is the
+    jump over 2·eps and means nothing.
+  - Rounding noise is not a kink: a forward computing in float32 inside a float64 case is
+    rough everywhere at the size of float32 rounding. That is a `fail` ("errors of the size
+    of float32 rounding ...: forward or backward computes in float32?"), never excused, and
+    inputs are not drawn again for it.
   - gradcheck and gradgradcheck run again with those elements held fixed, so everything
     else they check still counts.
   - Randomly drawn inputs within eps of a kink are drawn again (at most 5 times; the
