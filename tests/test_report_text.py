@@ -185,6 +185,29 @@ def test_checks_that_do_not_apply_print_nothing_but_are_counted(passing_report):
     assert "skipped" not in rendered  # none of them counts as a skip
 
 
+def test_a_passing_case_with_a_skip_stays_one_line_and_verbose_says_why():
+    results = (
+        Result("m:F", "c", "forward", Status.PASS, seconds=0.25),
+        Result("m:F", "c", "finite_difference", Status.SKIP, "complex values: not compared"),
+    )
+    lines = text.render(Report(results), RenderOptions()).splitlines()
+    assert lines[0] == "✓ m:F  case c  1 passed, 1 skipped  0.25s"
+    summary = " ".join(line.strip() for line in lines[1:])  # the summary may wrap
+    assert summary.startswith("PASSED") and "1 skipped (-v says why)" in summary
+    verbose = text.render(Report(results), RenderOptions(verbose=True))
+    assert "complex values: not compared" in verbose
+    assert "-v says why" not in verbose
+
+
+def test_a_case_with_a_finding_shows_its_skips_too():
+    results = (
+        Result("m:F", "c", "forward", Status.FAIL, "forward returned NaN"),
+        Result("m:F", "c", "finite_difference", Status.SKIP, "complex values: not compared"),
+    )
+    rendered = text.render(Report(results), RenderOptions())
+    assert "finite_difference skipped: complex values: not compared" in rendered
+
+
 def test_verbose_shows_every_check(passing_report):
     rendered = text.render(passing_report, RenderOptions(verbose=True))
     rows = [line for line in rendered.splitlines() if line.startswith((" ✓ ", " - "))]

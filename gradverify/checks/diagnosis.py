@@ -32,12 +32,14 @@ def diagnose(
     atol: float,
     rtol: float,
     linearity: Callable[[], bool | None] | None = None,
+    excused: torch.Tensor | None = None,
 ) -> str | None:
     """A plain-words hint for a mismatching Jacobian block [rows, argument elements].
 
     `linearity`, when given, asks backward whether it is linear in grad_output (True, False,
     or None for unknown); it tells a wrong constant from a clipped gradient where the
-    Jacobian alone cannot (see `checks/linearity.py`).
+    Jacobian alone cannot (see `checks/linearity.py`). `excused` entries (kinks with a valid
+    subgradient) are neither right nor wrong evidence.
     """
     if not off.any() or analytical.is_complex() or numerical.is_complex():
         return None
@@ -80,7 +82,7 @@ def diagnose(
             "order (e.g. `x.T @ grad` where `grad.T @ x` belongs)"
         )
     if _elementwise(analytical, numerical, atol):
-        region = _region(analytical, numerical, off, argument, argument_name, atol, rtol)
+        region = _region(analytical, numerical, off, argument, argument_name, atol, rtol, excused)
         if region is not None:
             return region
     zero_where_not = off & (analytical.abs() <= atol)
@@ -243,6 +245,7 @@ def _region(
     name: str,
     atol: float,
     rtol: float,
+    excused: torch.Tensor | None = None,
 ) -> str | None:
     """`wrong only where x > 1`, when a cut separates wrong elements from right ones plainly.
 
@@ -255,13 +258,16 @@ def _region(
         return None
     values = argument.detach().reshape(-1).to(torch.float64)
     wrong = off.any(dim=0)
-    if int(wrong.sum()) < 2 or int((~wrong).sum()) < 2:
+    # Elements excused at a kink are evidence of neither side.
+    at_kink = excused.any(dim=0) & ~wrong if excused is not None else torch.zeros_like(wrong)
+    right = ~wrong & ~at_kink
+    if int(wrong.sum()) < 2 or int(right.sum()) < 2:
         return None
     errors = ((analytical - numerical).abs() / _tolerance(numerical, atol, rtol)).amax(dim=0)
-    if float(errors[~wrong].max()) > PRECISE or float(errors[wrong].min()) < CLEARLY_WRONG:
+    if float(errors[right].max()) > PRECISE or float(errors[wrong].min()) < CLEARLY_WRONG:
         return None
     lowest_wrong, highest_wrong = values[wrong].min().item(), values[wrong].max().item()
-    lowest_right, highest_right = values[~wrong].min().item(), values[~wrong].max().item()
+    lowest_right, highest_right = values[right].min().item(), values[right].max().item()
     count = f"{int(wrong.sum())} of {wrong.numel()} elements"
     if lowest_wrong > highest_right:
         low, high, side = highest_right, lowest_wrong, ">"

@@ -1,7 +1,8 @@
 """The default report for people: one line per passing case, a panel under each finding.
 
 Default: a case that passed is one line (target, case, counts, time); a case with findings
-is that line, then a panel per failure or warning and one line per skip that leaves a gap.
+is that line, then a panel per failure or warning and one line per skip that leaves a gap
+(a case without findings counts its skips on its one line).
 Checks that do not apply to the Function (`applies=False`) are only counted. `quiet` keeps
 the failures and the summary; `verbose` shows every check of every case as a table.
 """
@@ -58,14 +59,17 @@ def render(report: Report, options: RenderOptions) -> str:
             body = _findings(results, warnings=True, skips=False)
         else:
             quiet = options.quiet
-            body = _findings(results, warnings=not quiet, skips=not quiet)
+            # A case without findings stays one line: its skips are counted there, and
+            # `-v` says why (as pytest's `s` and `-rs`).
+            findings = any(r.status in (Status.FAIL, Status.WARN) for r in results)
+            body = _findings(results, warnings=not quiet, skips=not quiet and findings)
             console.print(_case_line(target, case, results, options.width, bool(body)))
         for item in body:
             console.print(item)
         expanded = expanded or bool(body) or options.verbose
     if expanded:
         console.print()
-    console.print(_summary(report, options.width))
+    console.print(_summary(report, options.width, options.verbose))
     # Rich pads wrapped and indented lines to the width; a plain report has no trailing blanks.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
@@ -273,7 +277,7 @@ def _headline(result: Result) -> str:
 # The run.
 
 
-def _summary(report: Report, width: int) -> Text:
+def _summary(report: Report, width: int, verbose: bool) -> Text:
     summary = report.summary
     not_applicable = sum(1 for r in report.results if r.status is Status.SKIP and not r.applies)
     verdict = ("PASSED", "bold green") if report.passed else ("FAILED", "bold red")
@@ -286,7 +290,8 @@ def _summary(report: Report, width: int) -> Text:
         Text(f"{summary.failed} failed,", style="red" if summary.failed else ""),
     ]
     if summary.skipped - not_applicable:
-        parts.append(Text(f"{summary.skipped - not_applicable} skipped,"))
+        why = "" if verbose else " (-v says why)"
+        parts.append(Text(f"{summary.skipped - not_applicable} skipped{why},"))
     if not_applicable:
         parts.append(Text(f"{not_applicable} not applicable,"))
     parts.append(Text(f"{summary.warnings} warning(s)"))

@@ -83,6 +83,20 @@ class StrictMatMul(torch.autograd.Function):
         return grad_output.mm(b.t()), a.t().mm(grad_output)
 
 
+class StrictBatchMatMul(torch.autograd.Function):
+    """a @ b through torch.bmm, which takes only 3-D batches: every inferred shape is rejected."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        return torch.bmm(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = ctx.saved_tensors
+        return grad_output.bmm(b.transpose(1, 2)), a.transpose(1, 2).bmm(grad_output)
+
+
 class DetachedGradOutputSquare(torch.autograd.Function):
     """x**2 whose backward detaches grad_output: first order right, and so is d/dx of the
     gradient, but its derivative by grad_output comes out 0 (torch's gradgradcheck input 1,
