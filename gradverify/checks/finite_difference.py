@@ -241,9 +241,11 @@ def mismatch_failure(
         name = context.target.argument_name(index) or f"argument {index}"
         tol = context.tolerance
         linearity = backward_linearity(context, blocks.arguments, index, analytical)
+        excused = excused_mask([k for k in kinks if k.admitted], analytical.shape)
         hint = diagnose(
-            analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol, linearity
-        )
+            analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol, linearity,
+            excused,
+        )  # fmt: skip
     where = f"element {list(element)}"
     if len(blocks.layout.indices) > 1 or blocks.layout.rows != argument.numel():
         where += f", output {output_index} element {list(output_element)}"
