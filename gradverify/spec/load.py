@@ -12,9 +12,10 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gradverify.errors import SpecError, SpecIssue
+from gradverify.spec import limits
 from gradverify.spec.models import CHECK_IDS, INPUT_TAGS, FunctionSpec, MultiSpec
 from gradverify.spec.suggest import did_you_mean
-from gradverify.spec.yamlnodes import KeyPath, LoadedYaml, load_yaml
+from gradverify.spec.yamlnodes import KeyPath, LimitError, LoadedYaml, load_yaml
 
 
 @dataclass(frozen=True)
@@ -30,22 +31,41 @@ class SpecEntry:
 def load_spec_file(path: str | Path) -> list[SpecEntry]:
     """Load and validate one spec file (one Function, or several under `functions:`)."""
     file = str(path)
+    return parse_spec(_read(file), file)
+
+
+def _read(file: str) -> str:
+    """The text of a spec file; one larger than any real spec is refused unread."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(file, "rb") as stream:
+            # Reading one byte past the cap also stops pipes and devices that never end.
+            content = stream.read(limits.MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise SpecError(
             [SpecIssue(file, None, None, "", f"cannot read spec: {exc.strerror}")]
         ) from None
-    return parse_spec(text, file)
+    if len(content) > limits.MAX_SPEC_BYTES:
+        message = f"the spec is too large, refused unread: {limits.SIZE.describe()}"
+        raise SpecError([SpecIssue(file, None, None, "", message)])
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = content.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (content.rfind(b"\n", 0, exc.start) + 1) + 1
+        message = f"not UTF-8 text: byte 0x{content[exc.start]:02x} cannot be decoded"
+        raise SpecError([SpecIssue(file, line, column, "", message)]) from None
 
 
 def parse_spec(text: str, file: str) -> list[SpecEntry]:
     """Validate spec text; `file` names it in messages."""
     try:
         loaded = load_yaml(text)
+    except LimitError as exc:
+        line, column = _mark_position(exc.problem_mark)
+        message = f"{exc.problem}: {exc.limit.describe()}"
+        raise SpecError([SpecIssue(file, line, column, "", message)]) from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        line, column = _mark_position(exc.problem_mark or exc.context_mark)
         problem = " ".join(filter(None, [exc.context, exc.problem]))
         raise SpecError([SpecIssue(file, line, column, "", f"invalid YAML: {problem}")]) from None
     except yaml.YAMLError as exc:
@@ -72,6 +92,10 @@ def parse_spec(text: str, file: str) -> list[SpecEntry]:
             for index, function in enumerate(multi.functions)
         ]
     return [_entry(_validate(FunctionSpec, data, loaded, file), file, loaded, ())]
+
+
+def _mark_position(mark: yaml.Mark | None) -> tuple[int | None, int | None]:
+    return (mark.line + 1, mark.column + 1) if mark else (None, None)
 
 
 def _entry(spec: FunctionSpec, file: str, loaded: LoadedYaml, path: KeyPath) -> SpecEntry:

@@ -1,4 +1,9 @@
-"""Safe YAML loading that remembers where every key and value came from."""
+"""Safe YAML loading that remembers where every key and value came from.
+
+Reading is capped (gradverify.spec.limits): the composer counts nodes and depth as it builds
+them, and the walk that turns nodes into Python values counts every node again each time an
+alias brings it in, so an alias bomb or a deep nest stops at its cap with the line it reached.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.events import AliasEvent
+
+from gradverify.spec import limits
+from gradverify.spec.limits import Limit
+
+try:  # libyaml's event parser: same events and marks, about five times faster
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
 KeyPath = tuple[str | int, ...]
 
@@ -38,25 +53,97 @@ class DuplicateKeyError(yaml.MarkedYAMLError):
     pass
 
 
+class LimitError(yaml.MarkedYAMLError):
+    """A document past one of the caps in gradverify.spec.limits."""
+
+    # `mark` is a yaml.Mark, or libyaml's own Mark class with the same fields.
+    def __init__(self, limit: Limit, problem: str, mark: Any) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+        self.limit = limit
+
+
 def _position(mark: yaml.Mark) -> Position:
     return Position(line=mark.line + 1, column=mark.column + 1)
 
 
 def load_yaml(text: str) -> LoadedYaml:
     """Parse one YAML document with the safe loader; raise yaml.YAMLError on bad input."""
-    loader = yaml.SafeLoader(text)
+    if len(text) > limits.MAX_SPEC_BYTES:
+        raise LimitError(limits.SIZE, "the spec is too large", None)
+    loader = _CappedLoader(text)
     try:
-        root = loader.get_single_node()
+        root = loader.get_single_node()  # type: ignore[misc]
         positions: dict[KeyPath, Position] = {}
         data = None if root is None else _build(loader, root, (), positions)
+    except RecursionError:
+        # The caps keep recursion far below Python's limit; this is the last fence.
+        raise LimitError(limits.DEPTH, "nested too deeply", None) from None
     finally:
         loader.dispose()
     return LoadedYaml(data=data, positions=positions)
 
 
+class _CappedLoader(_BaseLoader):
+    """The safe loader, composing in Python so that nodes and depth can be counted."""
+
+    # With libyaml these would be C methods that cannot be capped; PyYAML's own Python
+    # composer runs on libyaml's events just as well.
+    get_single_node = Composer.get_single_node
+    compose_document = Composer.compose_document
+    compose_sequence_node = Composer.compose_sequence_node
+    compose_mapping_node = Composer.compose_mapping_node
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.anchors: dict[Any, yaml.Node] = {}
+        self.composed = 0  # nodes written in the document
+        self.expanded = 0  # nodes visited while building values, aliases counted each time
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if not self.check_event(AliasEvent):
+            event: Any = self.peek_event()
+            self.composed += 1
+            if self.composed > limits.MAX_NODES:
+                raise LimitError(limits.NODES, "too many nodes", event.start_mark)
+            if self.depth >= limits.MAX_DEPTH:
+                raise LimitError(limits.DEPTH, "nested too deeply", event.start_mark)
+        self.depth += 1
+        try:
+            node: Any = Composer.compose_node(self, parent, index)  # type: ignore[arg-type]
+            return node
+        finally:
+            self.depth -= 1
+
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        event: Any = self.peek_event()
+        if len(event.value) > limits.MAX_SCALAR_CHARS:
+            raise LimitError(limits.SCALAR, "a value is too long", event.start_mark)
+        return Composer.compose_scalar_node(self, anchor)  # type: ignore[arg-type]
+
+    def count(self, node: yaml.Node) -> None:
+        """Count one more node built; an alias bomb stops here."""
+        self.expanded += 1
+        if self.expanded > limits.MAX_NODES:
+            raise LimitError(limits.ALIASES, "aliases expand to too many nodes", node.start_mark)
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        # `<<: [*a, *a, ...]` chains multiply too; counted like aliases once each level is built
+        # (each level holds at most nine times the cap before the count stops it).
+        super().flatten_mapping(node)
+        self.expanded += len(node.value)
+        if self.expanded > limits.MAX_NODES:
+            raise LimitError(limits.ALIASES, "merge keys expand to too many nodes", node.start_mark)
+
+
 def _build(
-    loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath, positions: dict[KeyPath, Position]
+    loader: _CappedLoader, node: yaml.Node, path: KeyPath, positions: dict[KeyPath, Position]
 ) -> Any:
+    loader.count(node)
+    if len(path) >= limits.MAX_DEPTH:
+        # Each anchor is within the cap where it is written, but aliases nest anchors in
+        # anchors (or an anchor in itself: `&a [*a]`).
+        raise LimitError(limits.DEPTH, "aliases nest too deeply", node.start_mark)
     positions.setdefault(path, _position(node.start_mark))
     if isinstance(node, yaml.MappingNode) and node.tag == _MAPPING_TAG:
         _reject_duplicate_keys(loader, node)
@@ -64,7 +151,7 @@ def _build(
         # After flattening, merged keys come first; a key written in the mapping itself wins.
         winners: dict[Any, tuple[yaml.Node, yaml.Node]] = {}
         for key_node, value_node in node.value:
-            winners[loader.construct_object(key_node, deep=True)] = (key_node, value_node)
+            winners[_key(loader, key_node)] = (key_node, value_node)
         mapping: dict[Any, Any] = {}
         for key, (key_node, value_node) in winners.items():
             # A key's own position is the most useful place to point at.
@@ -77,16 +164,51 @@ def _build(
         ]
     # Scalars, and collections with an explicit tag (`!!set`, `!!python/...`): the safe
     # constructor builds what it knows and raises ConstructorError on anything else.
-    return loader.construct_object(node, deep=True)
+    _count_within(loader, node)
+    return _construct(loader, node)
 
 
-def _reject_duplicate_keys(loader: yaml.SafeLoader, node: yaml.MappingNode) -> None:
+def _count_within(loader: _CappedLoader, node: yaml.Node) -> None:
+    """Count the nodes under a tagged collection, which the constructor builds on its own."""
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            loader.count(item)
+            _count_within(loader, item)
+    elif isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            for child in (key_node, value_node):
+                loader.count(child)
+                _count_within(loader, child)
+
+
+def _construct(loader: _CappedLoader, node: yaml.Node) -> Any:
+    """The value of `node`; a scalar the safe constructor chokes on is a YAML error here."""
+    try:
+        return loader.construct_object(node, deep=True)
+    except (ValueError, TypeError, OverflowError) as exc:
+        # e.g. `2024-13-01` (a timestamp with month 13) or an integer of 5,000 digits
+        raise yaml.constructor.ConstructorError(
+            None, None, f"cannot read this value as {node.tag}: {exc}", node.start_mark
+        ) from None
+
+
+def _key(loader: _CappedLoader, key_node: yaml.Node) -> Any:
+    """A mapping key: a plain value (a list or mapping as a key cannot name anything)."""
+    if not isinstance(key_node, yaml.ScalarNode):
+        kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a key must be a plain value, found a {kind}", key_node.start_mark
+        )
+    return _construct(loader, key_node)
+
+
+def _reject_duplicate_keys(loader: _CappedLoader, node: yaml.MappingNode) -> None:
     """Raise on a key written twice in one mapping (keys brought in by `<<` may repeat)."""
     seen: set[Any] = set()
     for key_node, _ in node.value:
         if key_node.tag == _MERGE_TAG:
             continue
-        key = loader.construct_object(key_node, deep=True)
+        key = _key(loader, key_node)
         if key in seen:
             raise DuplicateKeyError(
                 "while reading a mapping",
