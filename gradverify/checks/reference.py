@@ -30,7 +30,13 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result, user_code
 from gradverify.checks.diagnosis import diagnose
-from gradverify.checks.jacobian import differentiable_outputs, unravel
+from gradverify.checks.jacobian import differentiable_outputs
+from gradverify.checks.low_precision import (
+    Finding,
+    budget_finding,
+    dtype_name,
+    tolerance_finding,
+)
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
@@ -62,24 +68,6 @@ class Item:
     output_index: int | None = None
     input_index: int | None = None
     reference_unreached: bool = False  # autograd found no path through the reference
-
-
-@dataclass(frozen=True)
-class Finding:
-    """How one item compares, and where it is worst."""
-
-    ok: bool
-    element: tuple[int, ...]
-    analytical: float  # the Function's value at the worst element
-    numerical: float  # the reference's there (float64 cases) or the truth's (lower dtypes)
-    max_abs_error: float
-    max_rel_error: float | None
-    mismatched: int  # elements out of tolerance (or, in lower dtypes, above the allowance)
-    total: int
-    off: torch.Tensor  # their mask
-    flat: int = 0  # the worst element's position in the flattened tensor
-    budget: str = ""  # lower dtypes: both errors and the allowance, in words
-    details: tuple[str, ...] = ()
 
 
 class ReferenceCheck:
@@ -200,7 +188,9 @@ def _same_structure(function: Sequence[Any], reference: Sequence[Any], who: str)
         elif ours.shape != theirs.shape:
             problem = f"has shape {list(ours.shape)} from the Function but {list(theirs.shape)}"
         elif ours.is_complex() != theirs.is_complex():
-            problem = f"is {_name(ours.dtype)} from the Function but {_name(theirs.dtype)}"
+            problem = (
+                f"is {dtype_name(ours.dtype)} from the Function but {dtype_name(theirs.dtype)}"
+            )
         else:
             continue
         raise _Mismatch(f"output {index} {problem} from {who}", output_index=index)
@@ -273,88 +263,6 @@ def _items(context: CaseContext, function: Run, reference: Run, truth: Run | Non
     ]
 
 
-def tolerance_finding(
-    function: torch.Tensor, reference: torch.Tensor, atol: float, rtol: float
-) -> Finding:
-    """Element-wise |Function - reference| <= atol + rtol * |reference|."""
-    ours, theirs = _widen(function, reference)
-    error = _abs_error(ours, theirs)
-    # Where the reference is infinite or NaN only the identical value (error 0) passes.
-    scale = torch.nan_to_num(theirs.abs(), nan=0.0, posinf=0.0)
-    off = ~(error <= atol + rtol * scale)
-    return _finding(ours, theirs, error, off, judged=torch.ones_like(off))
-
-
-def budget_finding(item: Item, dtype: torch.dtype, k: float, floor_ulps: float) -> Finding:
-    """max |Function - truth| <= k * max |reference - truth| + floor_ulps * eps * max(1, |truth|)."""
-    assert item.truth is not None
-    ours, truth = _widen(item.function, item.truth)
-    theirs, _ = _widen(item.reference, item.truth)
-    errors, reference_errors = _abs_error(ours, truth), _abs_error(theirs, truth)
-    # Where the reference itself overflows in this dtype it is no yardstick: not judged there.
-    judged = torch.isfinite(reference_errors)
-    error, reference_error = _max(errors[judged]), _max(reference_errors[judged])
-    scale = max(1.0, _max(truth.abs()[judged & truth.isfinite()]))
-    floor = floor_ulps * torch.finfo(dtype).eps * scale
-    allowed = k * reference_error + floor
-    finding = _finding(ours, truth, errors, judged & ~(errors <= allowed), judged)
-    flat = finding.flat
-    at_worst = (
-        f"at element {list(finding.element)}: Function {finding.analytical:.6g}, reference in "
-        f"{_name(dtype)} {_scalar(theirs.reshape(-1)[flat]) if ours.numel() else 0.0:.6g}, "
-        f"float64 truth {finding.numerical:.6g}"
-    )
-    budget = (
-        f"Function's error {_sci(error)}, reference's own {_name(dtype)} error "
-        f"{_sci(reference_error)}, allowed {_sci(allowed)} = {k:g} × {_sci(reference_error)} + "
-        f"floor {_sci(floor)}"
-    )
-    if not judged.all():
-        budget += f" ({int((~judged).sum())} element(s) not judged: the reference overflows there)"
-    return dataclasses.replace(finding, budget=budget, details=(at_worst,))
-
-
-def _widen(value: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Both in float64, or complex128 when either is complex."""
-    wide = torch.complex128 if value.is_complex() or other.is_complex() else torch.float64
-    return value.detach().to(wide), other.detach().to(wide)
-
-
-def _abs_error(value: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
-    """|value - exact|: 0 where both are the same non-finite value, inf for any other NaN."""
-    error = (value - exact).abs()
-    same = (value == exact) | (value.isnan() & exact.isnan())
-    error = torch.where(same, torch.zeros_like(error), error)
-    return torch.where(error.isnan(), torch.full_like(error, float("inf")), error)
-
-
-def _finding(
-    ours: torch.Tensor,
-    theirs: torch.Tensor,
-    error: torch.Tensor,
-    off: torch.Tensor,
-    judged: torch.Tensor,
-) -> Finding:
-    if error.numel() == 0:
-        return Finding(True, (), 0.0, 0.0, 0.0, None, 0, 0, off)
-    # The worst element among those off, or the worst judged one when none is.
-    ranked = torch.where(off if off.any() else judged, error, torch.full_like(error, -1.0))
-    flat = int(torch.argmax(ranked.reshape(-1)).item())
-    relevant = off & (theirs.abs() > 0)
-    return Finding(
-        ok=not bool(off.any()),
-        element=unravel(flat, ours.shape),
-        analytical=_scalar(ours.reshape(-1)[flat]),
-        numerical=_scalar(theirs.reshape(-1)[flat]),
-        max_abs_error=_max(error[judged]),
-        max_rel_error=_max(error[relevant] / theirs.abs()[relevant]) if relevant.any() else None,
-        mismatched=int(off.sum().item()),
-        total=error.numel(),
-        off=off,
-        flat=flat,
-    )
-
-
 def _judge(
     context: CaseContext, check: str, items: Sequence[Item], dtype: torch.dtype
 ) -> list[Result]:
@@ -373,7 +281,7 @@ def _judge(
     tol, rule = context.tolerance, context.spec.low_precision
     outputs = sum(1 for item in items if item.output_index is not None)
     within = (
-        f"in {_name(dtype)}, within {rule.k:g} × the reference's own {_name(dtype)} error + "
+        f"in {dtype_name(dtype)}, within {rule.k:g} × the reference's own {dtype_name(dtype)} error + "
         f"{rule.floor_ulps:g} ulps"
         if low
         else f"within atol {tol.atol:g} + rtol {tol.rtol:g} × |reference|"
@@ -396,7 +304,8 @@ def _compare(context: CaseContext, item: Item, dtype: torch.dtype) -> Finding:
         tol = context.tolerance
         return tolerance_finding(item.function, item.reference, tol.atol, tol.rtol)
     rule = context.spec.low_precision
-    return budget_finding(item, dtype, rule.k, rule.floor_ulps)
+    assert item.truth is not None
+    return budget_finding(item.function, item.reference, item.truth, dtype, rule.k, rule.floor_ulps)
 
 
 def _failure(
@@ -411,7 +320,7 @@ def _failure(
     where = f"element {list(finding.element)}"
     if dtype != torch.float64:
         message = (
-            f"{item.label} is less accurate in {_name(dtype)} than the reference allows, "
+            f"{item.label} is less accurate in {dtype_name(dtype)} than the reference allows, "
             f"worst at {where}: {finding.budget}"
         )
     else:
@@ -454,15 +363,15 @@ def _hint(
             "torch.no_grad in it?); a reference must be differentiable by autograd"
         )
     if finding.max_abs_error == float("inf"):
-        largest = f" (the largest {_name(dtype)} is {torch.finfo(dtype).max:g})" if low else ""
+        largest = f" (the largest {dtype_name(dtype)} is {torch.finfo(dtype).max:g})" if low else ""
         return (
             "NaN or Inf where the reference is finite: likely an overflow or a division by zero "
             f"in {in_code}{largest}"
         )
     if low:
         return (
-            f"more error than rounding in {_name(dtype)} explains: likely a wrong term or constant "
-            f"in {in_code}, or an intermediate or an accumulation kept in {_name(dtype)} where "
+            f"more error than rounding in {dtype_name(dtype)} explains: likely a wrong term or constant "
+            f"in {in_code}, or an intermediate or an accumulation kept in {dtype_name(dtype)} where "
             "float32 belongs"
         )
     if index is None:
@@ -484,28 +393,8 @@ def _hint(
     return f"{lead}; {pattern}" if pattern else f"{lead}: likely a wrong derivative in backward"
 
 
-def _max(values: torch.Tensor) -> float:
-    return float(values.max().item()) if values.numel() else 0.0
-
-
-def _scalar(value: torch.Tensor) -> float:
-    return float(value.real.item()) if value.is_complex() else float(value.item())
-
-
-def _sci(value: float) -> str:
-    """3.1e-3 rather than 0.0031 or 3.10e-03."""
-    if value == 0 or value != value or abs(value) == float("inf"):
-        return f"{value:g}"
-    mantissa, exponent = f"{value:.1e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
 def _truth_note(dtype: torch.dtype) -> str:
     return (
-        f"the Function ran in {_name(dtype)} only; the truth is the reference on float64 copies "
+        f"the Function ran in {dtype_name(dtype)} only; the truth is the reference on float64 copies "
         "of the same arguments"
     )
-
-
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
