@@ -106,6 +106,10 @@ def load_config(start: Path | None = None, formats: Sequence[str] = ()) -> Confi
         raise ConfigError(
             [SpecIssue(_display(file), line, column, "", f"invalid TOML: {message}")]
         ) from None
+    except RecursionError:
+        # tomllib recurses once per nested array or inline table
+        message = "invalid TOML: arrays or inline tables nested too deeply to read"
+        raise ConfigError([SpecIssue(_display(file), None, None, "", message)]) from None
     section = document.get("tool", {}).get("gradverify")
     if section is None:
         return Config(Settings())
