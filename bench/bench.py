@@ -150,6 +150,93 @@ def localization(repeat: int) -> tuple[str, float, float]:
     return "10⁶ elements, one wrong: localized (time / one forward+backward)", unit, ours
 
 
+PLAIN_SCRIPT = """\
+import importlib, sys
+import torch
+
+def tensors(call):
+    def run(*arguments):
+        outputs = call(*arguments)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        return tuple(o for o in outputs if isinstance(o, torch.Tensor))
+    return run
+
+for target, arguments in torch.load(sys.argv[1]):
+    module, attr = target.split(":")
+    call = tensors(getattr(importlib.import_module(module), attr).apply)
+    torch.autograd.gradcheck(call, arguments, raise_exception=False)
+    torch.autograd.gradgradcheck(call, arguments, raise_exception=False)
+"""
+
+
+def timed_process(command: list[str], cwd: Path, repeat: int) -> tuple[float, float]:
+    """Best wall and best CPU (user + system, the process and all it waited for) of a command."""
+    import resource
+
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        subprocess.run(command, cwd=cwd, capture_output=True, check=False)
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return min(walls), min(cpus)
+
+
+def whole_process(repeat: int) -> list[tuple[str, float, float]]:
+    """Whole commands, start-up included: the five-check suite and one zero-config check."""
+    import yaml
+
+    from gradverify.inputs import build_inputs
+    from gradverify.zeroconfig import infer_entry
+
+    gradverify = shutil.which("gradverify") or str(Path(sys.executable).parent / "gradverify")
+    document = yaml.safe_load((ROOT / "specs" / "examples.yaml").read_text())
+    for function in document["functions"]:
+        function["checks"] = FIVE.strip("[]").split(", ")
+    entries = parse_spec(yaml.safe_dump(document), "suite.yaml")
+    cases = [
+        (entry.spec.target, build_inputs(case, entry.spec.seed))
+        for entry in entries
+        for case in entry.spec.cases
+    ]
+    rows: list[tuple[str, float, float]] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        project = Path(scratch)
+        (project / "suite.yaml").write_text(yaml.safe_dump(document))
+        (project / "plain.py").write_text(PLAIN_SCRIPT)
+        torch.save(cases, project / "cases.pt")
+        plain = timed_process([sys.executable, "plain.py", "cases.pt"], project, repeat)
+        check = [gradverify, "check", "suite.yaml", "--no-cache"]
+        isolated = timed_process(check, project, repeat)
+        in_process = timed_process([*check, "--no-isolation"], project, repeat)
+        for kind, index in (("wall", 0), ("CPU", 1)):
+            rows.append(
+                (f"suite, whole process, isolated (default) vs plain script: {kind}",
+                 plain[index], isolated[index])
+            )  # fmt: skip
+        for kind, index in (("wall", 0), ("CPU", 1)):
+            rows.append(
+                (f"suite, whole process, --no-isolation vs plain script: {kind}",
+                 plain[index], in_process[index])
+            )  # fmt: skip
+        target = "gradverify.examples.swish:Swish"
+        from gradverify.target import load_target
+
+        entry, _ = infer_entry(load_target(target))
+        own = best_of(
+            lambda: session.run([entry], session.RunOptions(cache=False, isolation=False)), 3
+        )
+        import_torch = timed_process([sys.executable, "-c", "import torch"], project, repeat)
+        zero = timed_process([gradverify, "check", target, "--no-cache"], project, repeat)
+        rows.append(
+            (f"zero-config `{target}` vs `import torch` + its checks ({own:.3f} s): wall",
+             import_torch[0] + own, zero[0])
+        )  # fmt: skip
+    return rows
+
+
 def command_times() -> list[tuple[str, float, float]]:
     gradverify = shutil.which("gradverify") or str(Path(sys.executable).parent / "gradverify")
 
@@ -179,10 +266,18 @@ def command_times() -> list[tuple[str, float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="skip the slow plain-gradcheck rows")
-    quick = parser.parse_args().quick
+    parser.add_argument(
+        "--processes", action="store_true", help="only the whole-process rows (start-up included)"
+    )
+    arguments = parser.parse_args()
+    quick = arguments.quick
     os.chdir(ROOT)
     torch.set_num_threads(os.cpu_count() or 1)
     rows: list[tuple[str, float | None, float]] = []
+    if arguments.processes:
+        rows += whole_process(repeat=3)
+        _print(rows)
+        return
     rows += small_suite(repeat=3)
     if not quick:
         rows.append(linear_64(repeat=1))
@@ -190,6 +285,11 @@ def main() -> None:
     rows.append(elementwise(1_000_000, repeat=1, with_plain=False))
     rows.append(localization(repeat=1))
     rows += command_times()
+    rows += whole_process(repeat=3)
+    _print(rows)
+
+
+def _print(rows: list[tuple[str, float | None, float]]) -> None:
     print(f"torch {torch.__version__}, {os.cpu_count()} cores\n")
     print("| case | baseline (s) | gradverify (s) | ratio |")
     print("| --- | ---: | ---: | ---: |")

@@ -1,8 +1,10 @@
 """A pool of worker processes that survives the user's code: segfaults, exits, hangs.
 
-Workers are started once (each imports torch once) and reused. A worker that dies or
-overruns its case's time limit is replaced; its case ends as a failure that says what
-happened and where ("process died with SIGSEGV in backward"), and every other case runs.
+Workers are forked from a server that has imported torch and the engine once
+(gradverify.forkserver; a spawned process per worker where pidfds are missing), and reused.
+A worker that dies or overruns its case's time limit is replaced; its case ends as a failure
+that says what happened and where ("process died with SIGSEGV in backward"), and every other
+case runs. Closing the pool ends every worker, at once when the run was interrupted.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Protocol
 
+from gradverify import forkserver
 from gradverify.results import Result
 from gradverify.tasks import Task
 from gradverify.worker import serve
@@ -43,9 +45,22 @@ class Outcome:
 Listener = Callable[[Task, str, Any], None]
 
 
+class _Process(Protocol):
+    """What the pool needs of a worker process (multiprocessing's or a forked one)."""
+
+    @property
+    def sentinel(self) -> int: ...
+    @property
+    def exitcode(self) -> int | None: ...
+    def is_alive(self) -> bool: ...
+    def kill(self) -> None: ...
+    def join(self, timeout: float | None = None) -> None: ...
+    def close(self) -> None: ...
+
+
 @dataclass
 class _Worker:
-    process: BaseProcess
+    process: _Process
     connection: Connection
     task: Task | None = None
     deadline: float | None = None
@@ -64,8 +79,8 @@ class WorkerPool:
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(abandon=kind is not None)
 
     def run(
         self, tasks: Sequence[tuple[Task, float]], listener: Listener | None = None
@@ -83,8 +98,11 @@ class WorkerPool:
                 self._collect(worker, outcomes, notify)
         return outcomes
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
+        """Stop every worker; `abandon` (Ctrl-C, an error) kills them mid-case at once."""
         for worker in self.workers:
+            if abandon:
+                worker.process.kill()
             with contextlib.suppress(OSError, ValueError):  # already gone
                 worker.connection.send(None)
         for worker in self.workers:
@@ -92,6 +110,8 @@ class WorkerPool:
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join()
+            worker.connection.close()
+            worker.process.close()
         self.workers = []
 
     def _dispatch(self, pending: deque[tuple[Task, float]]) -> None:
@@ -107,10 +127,17 @@ class WorkerPool:
             idle.connection.send(task)
 
     def _start(self) -> _Worker:
-        parent_end, child_end = self.context.Pipe()
-        process = self.context.Process(target=serve, args=(child_end, self.threads), daemon=True)
-        process.start()
-        child_end.close()
+        process: _Process
+        if forkserver.AVAILABLE:
+            process, parent_end = forkserver.server().fork(self.threads)
+        else:
+            parent_end, child_end = self.context.Pipe()
+            spawned = self.context.Process(
+                target=serve, args=(child_end, self.threads), daemon=True
+            )
+            spawned.start()
+            child_end.close()
+            process = spawned
         worker = _Worker(process, parent_end)
         self.workers.append(worker)
         return worker
@@ -168,6 +195,7 @@ class WorkerPool:
 
     def _replace(self, worker: _Worker) -> None:
         worker.connection.close()
+        worker.process.close()
         self.workers.remove(worker)
 
 
