@@ -13,6 +13,7 @@ from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
 from gradverify.folding import fold
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
+from gradverify.memory import is_allocation_failure, out_of_memory, refusal
 from gradverify.results import Report, Result, Status
 from gradverify.settle import settle_inputs
 from gradverify.spec.load import SpecEntry
@@ -78,22 +79,30 @@ def run_case(
         spec_file=job.entry.file,
         spec_line=job.entry.case_lines.get(case.name, job.entry.line),
     )
+    too_large = refusal(case, context.describe_argument)
+    if too_large is not None:
+        return _told(observer, _case_fails(context, spec.selected_checks, too_large)), ()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(this_seed)  # randomness inside the user's code repeats run to run
         try:
             margin = KINK_MARGIN_EPS * spec.tolerance.eps
             arguments = build_inputs(case, seed, spec.kinks, margin)
+            arguments, notes = settle_inputs(job.target, case, arguments, spec, this_seed)
         except DeviceUnavailable as missing:
             skipped = [context.result(c, Status.SKIP, str(missing)) for c in spec.selected_checks]
-            return skipped, ()
-        arguments, notes = settle_inputs(job.target, case, arguments, spec, this_seed)
+            return _told(observer, skipped), ()
+        except (MemoryError, RuntimeError) as error:
+            if not is_allocation_failure(error):
+                raise
+            message = f"preparing the inputs ran out of memory: {out_of_memory(error)}"
+            return _told(observer, _case_fails(context, spec.selected_checks, message)), ()
         context = replace(context, arguments=arguments)
         results: list[Result] = []
         for check_id in spec.selected_checks:
             if observer is not None:
                 observer.check_started(check_id)
             started = time.perf_counter()
-            produced = get_check(check_id).run(replace(context, earlier=tuple(results)))
+            produced = _run_check(check_id, replace(context, earlier=tuple(results)))
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
             timed = fold(results, timed)
@@ -101,6 +110,38 @@ def run_case(
             if observer is not None:
                 observer.check_finished(timed)
     return results, notes
+
+
+def _told(observer: CaseObserver | None, results: list[Result]) -> list[Result]:
+    """`results` of a case stopped before its checks, passed on (a worker sends them back)."""
+    if observer is not None and results:
+        observer.check_finished(results)
+    return results
+
+
+def _run_check(check_id: str, context: CaseContext) -> list[Result]:
+    """The check's results; an allocation that fails in it (or in the user's code) fails it."""
+    try:
+        return get_check(check_id).run(context)
+    except (MemoryError, RuntimeError) as error:
+        if not is_allocation_failure(error):
+            raise
+        return [context.result(check_id, Status.FAIL, f"ran out of memory: {out_of_memory(error)}")]
+
+
+def _case_fails(context: CaseContext, checks: Sequence[str], message: str) -> list[Result]:
+    """The case fails once, at `forward` (or its first check); the others repeat that."""
+    if not checks:
+        return []
+    failing = "forward" if "forward" in checks else checks[0]
+    return [
+        context.result(check, Status.FAIL, message)
+        if check == failing
+        else context.result(
+            check, Status.SKIP, f"not run: `{failing}` already fails for this case", same_as=failing
+        )
+        for check in checks
+    ]
 
 
 # Checks whose findings are about backward: a finding points at the user's backward too.

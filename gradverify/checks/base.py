@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
+from gradverify.memory import is_allocation_failure, out_of_memory
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.spec.models import FunctionSpec, Tolerance
@@ -79,6 +80,9 @@ class UserCodeError(Exception):
         self.error = error
         self.location = _user_location(error)
         where = f" at {self.location}" if self.location else ""
+        if is_allocation_failure(error):
+            super().__init__(f"{phase} ran out of memory{where}: {out_of_memory(error)}")
+            return
         super().__init__(f"{phase} raised {type(error).__name__}{where}: {_first_line(error)}")
 
     @property
