@@ -1,18 +1,25 @@
 """Keep randomly drawn inputs off non-differentiable points.
 
 A generated value that lands within eps of a kink (ReLU at 0) makes central differences
-meaningless there; such elements are drawn again, a bounded number of times, and the
-report says so. Explicit `values` are never changed: a user who writes 0.0 means 0.0.
+meaningless there; such elements are drawn again, a few times, and the report says so with
+true counts. Explicit `values` are never changed: a user who writes 0.0 means 0.0.
+
+An elementwise forward shows every element near a kink at once (`checks/diagonal.py`): a few
+forward calls per try, whatever the size and the number of kinks. A forward that mixes
+elements needs group testing, on a budget of probes; when the budget runs out the note says
+so. Whatever is still near a kink afterwards, the checks find again and judge as kinks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from gradverify.checks.base import UserCodeError, call_forward
+from gradverify.checks.diagonal import diagonal_kinks, is_elementwise
 from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows
 from gradverify.checks.noise import faint_rows, noise_rows
 from gradverify.checks.sampling import line_through, sample
@@ -21,11 +28,19 @@ from gradverify.spec.models import Case, FunctionSpec, TensorInput
 from gradverify.target import Target
 
 MAX_TRIES = 5
-# Probing costs five forward calls per group of elements (see near_kinks); beyond this many
-# elements per argument, rely on the kink-aware comparisons alone.
-SETTLE_LIMIT = 1_000_000
-# At most this many groups probed per argument and try (each costs five forward calls).
+# Group testing costs five forward calls and O(n) work per probe (see `grouped_near_kinks`);
+# beyond this many elements of a forward that mixes them, rely on the checks' kink handling.
+GROUP_LIMIT = 100_000
+# At most this many groups probed per argument and try.
 MAX_PROBES = 200
+
+
+@dataclass(frozen=True)
+class Near:
+    """Elements of one argument found within eps of a kink, and whether the search was whole."""
+
+    columns: list[int]
+    complete: bool = True  # False: group testing ran out of probes, there may be more
 
 
 def settle_inputs(
@@ -58,8 +73,18 @@ def _generated(item: Any, argument: Any) -> bool:
         and isinstance(argument, torch.Tensor)
         and argument.is_floating_point()
         and argument.requires_grad
-        and 0 < argument.numel() <= SETTLE_LIMIT
+        and argument.numel() > 0
     )
+
+
+def _evaluate(target: Target) -> Any:
+    def evaluate(*values: Any) -> list[torch.Tensor]:
+        return [
+            o for o in call_forward(target.call, values)
+            if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())
+        ]  # fmt: skip
+
+    return evaluate
 
 
 def _settle_argument(
@@ -70,44 +95,57 @@ def _settle_argument(
     spec: FunctionSpec,
     generator: torch.Generator,
 ) -> str | None:
-    redrawn: set[int] = set()
-    for tries in range(1, MAX_TRIES + 1):
-        near = near_kinks(target, settled, index, spec)
-        if not near:
-            return _note(target, index, redrawn, tries - 1, still=())
-        redrawn.update(near)
+    evaluate = _evaluate(target)
+    elementwise = is_elementwise(evaluate, fresh_copies(settled, torch.float64), index)
+    if not elementwise and settled[index].numel() > GROUP_LIMIT:
+        return None
+    redrawn = torch.zeros(settled[index].numel(), dtype=torch.bool)
+    tries = 0
+    near = near_kinks(target, settled, index, spec, elementwise)
+    while near.columns and tries < MAX_TRIES:
+        tries += 1
         current = settled[index]
         mask = torch.zeros(current.numel(), dtype=torch.bool)
-        mask[near] = True
+        mask[near.columns] = True
+        redrawn |= mask
         fresh = redraw_values(current.detach(), item.low, item.high, generator)
         values = torch.where(mask.reshape(current.shape), fresh, current.detach())
         settled[index] = values.requires_grad_(current.requires_grad)
-    still = near_kinks(target, settled, index, spec)
-    return _note(target, index, redrawn, MAX_TRIES, still)
+        near = near_kinks(target, settled, index, spec, elementwise)
+    return _note(target, index, int(redrawn.sum()), tries, near)
 
 
 def near_kinks(
-    target: Target, arguments: Sequence[Any], index: int, spec: FunctionSpec
-) -> list[int]:
-    """Elements of argument `index` within eps of a kink of some output (probed in float64).
+    target: Target,
+    arguments: Sequence[Any],
+    index: int,
+    spec: FunctionSpec,
+    elementwise: bool | None = None,
+) -> Near:
+    """Elements of argument `index` within eps of a kink of some output (probed in float64):
+    all of them at once for an elementwise forward, else by group testing."""
+    probe = fresh_copies(arguments, torch.float64)
+    evaluate = _evaluate(target)
+    if elementwise is None:
+        elementwise = is_elementwise(evaluate, probe, index)
+    tol = spec.tolerance
+    if elementwise:
+        found = diagonal_kinks(evaluate, probe, index, tol.eps, tol.atol, tol.rtol)
+        return Near(found.columns.tolist())
+    return grouped_near_kinks(evaluate, probe, index, spec)
 
-    Group testing: the output is sampled along a random ±1 direction over a whole group of
+
+def grouped_near_kinks(evaluate: Any, probe: Sequence[Any], index: int, spec: FunctionSpec) -> Near:
+    """Group testing: the output is sampled along a random ±1 direction over a whole group of
     elements (five forward calls); a kink of any member shows as a kink along the direction.
     Only groups that show one are halved, so inputs without kinks cost five forward calls,
     and each element near a kink about 5·log2(n). Rounding noise (a forward computing in
     float32) is no kink (`checks/noise.py`): once seen, roughness as faint as it is ignored.
     """
-    probe = fresh_copies(arguments, torch.float64)
     signs = torch.randint(0, 2, (probe[index].numel(),), generator=torch.Generator().manual_seed(0))
     direction = (signs * 2 - 1).to(torch.float64)
     magnitude = probe[index].detach().abs().reshape(-1)
     noisy = False
-
-    def evaluate(*values: Any) -> list[torch.Tensor]:
-        return [
-            o for o in call_forward(target.call, values)
-            if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())
-        ]  # fmt: skip
 
     def kinked(group: torch.Tensor) -> bool:
         nonlocal noisy
@@ -137,7 +175,7 @@ def near_kinks(
         else:
             half = len(group) // 2
             groups += [group[half:], group[:half]]
-    return sorted(near)
+    return Near(sorted(near), complete=not groups)
 
 
 def _tolerance(values: torch.Tensor, spec: FunctionSpec) -> torch.Tensor:
@@ -147,17 +185,30 @@ def _tolerance(values: torch.Tensor, spec: FunctionSpec) -> torch.Tensor:
     return tol.atol + tol.rtol * torch.nan_to_num(slope.abs(), posinf=0.0)
 
 
-def _note(
-    target: Target, index: int, redrawn: set[int], tries: int, still: Sequence[int]
-) -> str | None:
+def _note(target: Target, index: int, redrawn: int, tries: int, still: Near) -> str | None:
     if not redrawn:
+        if still.columns or not still.complete:
+            return f"{_describe(target, index)}: {_still(still)}"
         return None
-    name = target.argument_name(index)
-    describe = f"argument {index} ({name})" if name else f"argument {index}"
     text = (
-        f"re-drew {len(redrawn)} element(s) of {describe} that fell within eps of a "
+        f"re-drew {redrawn} element(s) of {_describe(target, index)} that fell within eps of a "
         f"non-differentiable point ({tries} {'try' if tries == 1 else 'tries'})"
     )
-    if still:
-        text += f"; {len(still)} still near one after {tries} tries: mismatches there are judged as kinks"
+    if still.columns or not still.complete:
+        text += f"; {_still(still)}"
     return text
+
+
+def _describe(target: Target, index: int) -> str:
+    name = target.argument_name(index)
+    return f"argument {index} ({name})" if name else f"argument {index}"
+
+
+def _still(near: Near) -> str:
+    count = len(near.columns)
+    if near.complete:
+        return f"{count} element(s) still within eps of one: mismatches there are judged as kinks"
+    return (
+        f"group testing stopped after {MAX_PROBES} probes with at least {count} element(s) "
+        "within eps of one: mismatches there are judged as kinks"
+    )

@@ -49,7 +49,7 @@ def look_again(
     for exam in (exam for exam in exams if exam.wrong):
         found = randomized_failure(context, check, problem, exam, notes)
         complaint = restricted_complaint(context, problem, exam.wrong)
-        count = len(exam.wrong)
+        count = exam.wrong_count
         entries = f"{count} localized entr{'y' if count == 1 else 'ies'}"
         if complaint is not None:
             status = Status.FAIL

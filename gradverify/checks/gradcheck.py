@@ -28,6 +28,7 @@ from gradverify.checks.finite_difference import (
 from gradverify.checks.kinks import hold_fixed, kink_masks
 from gradverify.checks.modes import (
     first_order_problem,
+    held_masks,
     randomized_failure,
     randomized_kink_warning,
     resolve_mode,
@@ -169,12 +170,12 @@ class GradcheckCheck:
         failing = [i for i in wrt if exams[i].wrong]
         if failing:
             return [randomized_failure(context, self.id, problem, exams[i], notes) for i in failing]
-        kinks = {i: [entry.kink for entry in exams[i].excused if entry.kink] for i in wrt}
-        masks = kink_masks(kinks, arguments)
+        masks = held_masks(exams, arguments)
         if not masks:  # group testing cannot reproduce torch's complaint
             return [headline]
         held = hold_fixed(context.target.call, arguments, masks)
         again = run_gradcheck(context, held, arguments, fast_mode=True)
+        exhausted = any(exams[i].exhausted for i in masks)
 
         def warnings(held_note: tuple[str, ...]) -> list[Result]:
             return [
@@ -182,7 +183,7 @@ class GradcheckCheck:
                 for i in masks
             ]
 
-        return held_fixed_verdict(context, self.id, again, notes, warnings)
+        return held_fixed_verdict(context, self.id, again, notes, warnings, exhausted=exhausted)
 
 
 def run_gradcheck(

@@ -30,6 +30,7 @@ from gradverify.checks.jacobian import (
 )
 from gradverify.checks.kinks import hold_fixed, kink_masks
 from gradverify.checks.modes import (
+    held_masks,
     randomized_kink_warning,
     resolve_mode,
     search_notes,
@@ -228,16 +229,12 @@ class GradgradcheckCheck:
                 self._randomized_mismatch(context, problem, exams[p], len(arguments), hint, notes)
                 for p in failing
             ]
-        kinks = {
-            p: [entry.kink for entry in exam.excused if entry.kink]
-            for p, exam in exams.items()
-            if p < len(arguments)
-        }
-        masks = kink_masks(kinks, arguments)
+        masks = held_masks(exams, arguments)
         if not masks:  # group testing cannot reproduce torch's complaint
             return [headline]
         held = hold_fixed(context.target.call, arguments, masks)
         again = self._gradgradcheck(context, held, arguments, grad_outputs, True)
+        exhausted = any(exam.exhausted for exam in exams.values())
 
         def warnings(held_note: tuple[str, ...]) -> list[Result]:
             return [
@@ -245,7 +242,9 @@ class GradgradcheckCheck:
                 for p in masks
             ]
 
-        return held_fixed_verdict(context, self.id, again, notes, warnings, hint)
+        return held_fixed_verdict(
+            context, self.id, again, notes, warnings, hint, exhausted=exhausted
+        )
 
     def _randomized_search(
         self,
@@ -289,7 +288,7 @@ class GradgradcheckCheck:
             context, problem.layout, problem.values, n_arguments, exam.position,
             worst.row, worst.column,
         )  # fmt: skip
-        count = len(exam.wrong)
+        count = exam.wrong_count
         text = (
             f"{text}: analytical {worst.analytical:.6g}, numerical {worst.numerical:.6g} "
             f"(at least {count} wrong {'entry' if count == 1 else 'entries'}, localized by "

@@ -20,7 +20,7 @@ a second per check and names every wrong entry, so it stays the default there.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -147,7 +147,7 @@ def randomized_failure(
     if not elementwise:  # the output element is not the argument's own
         where += f", output {output_index} element {list(output_element)}"
     # Group testing stops at the first wrong entry of each projection: there may be more.
-    count = len(exam.wrong)
+    count = exam.wrong_count
     found = f"at least {count} wrong {'entry' if count == 1 else 'entries'}"
     message = (
         f"gradient of {context.describe_argument(index)} is wrong at {where}: analytical "
@@ -155,7 +155,7 @@ def randomized_failure(
         f"group testing in {exam.forward_calls} forward calls)"
     )
     if exam.excused:
-        notes = (*notes, f"{len(exam.excused)} mismatch(es) at non-differentiable points excused")
+        notes = (*notes, f"{exam.excused_count} mismatch(es) at non-differentiable points excused")
     return context.result(
         check, Status.FAIL, message,
         input_index=index, output_index=output_index, element=element,
@@ -176,10 +176,13 @@ def randomized_kink_warning(
     context: CaseContext, check: str, problem: Problem, exam: Examination, notes: tuple[str, ...]
 ) -> Result:
     """`warn`: the only entries off sit at kinks, and backward gives a valid subgradient there."""
+    if not exam.excused:  # only elements near kinks, none off by itself: held fixed all the same
+        return _near_kinks_warning(context, check, problem, exam, notes)
     first, index = exam.excused[0], exam.position
     assert first.kink is not None
     element = unravel(first.column, problem.values[index].shape)
-    more = f" (and {len(exam.excused) - 1} more element(s))" if len(exam.excused) > 1 else ""
+    count = exam.excused_count
+    more = f" (and {count - 1} more element(s))" if count > 1 else ""
     output_index, _ = problem.layout.locate(first.row)
     return context.result(
         check, Status.WARN,
@@ -214,6 +217,41 @@ def projected_measure(
         hint=None if verdict is Status.PASS else "use `mode: full` to measure every entry",
         notes=(*notes, *mean_note(context.spec.backward_samples, None)),
     )  # fmt: skip
+
+
+def _near_kinks_warning(
+    context: CaseContext, check: str, problem: Problem, exam: Examination, notes: tuple[str, ...]
+) -> Result:
+    index, count = exam.position, int(exam.near.numel())
+    element = unravel(int(exam.near[0]), problem.values[index].shape)
+    return context.result(
+        check, Status.WARN,
+        f"non-differentiable near {context.describe_argument(index)}, element {list(element)}"
+        f"{f' (and {count - 1} more element(s))' if count > 1 else ''}: within eps of a kink",
+        input_index=index, element=element,
+        hint="kinks within eps: central differences mean little there, and backward's value "
+        "is a valid subgradient at each; random projections of the rest match",
+        notes=(*notes, *search_notes(exam)),
+    )  # fmt: skip
+
+
+def held_masks(
+    exams: Mapping[int, Examination], arguments: Sequence[Any]
+) -> dict[int, torch.Tensor]:
+    """Bool masks, shaped like each argument, of every element found at a kink where backward
+    gives a valid subgradient: the elements torch's checkers run again with, held fixed."""
+    masks: dict[int, torch.Tensor] = {}
+    for position, exam in exams.items():
+        if position >= len(arguments):
+            continue
+        columns = [entry.column for entry in exam.excused]
+        if not columns and not exam.near.numel():
+            continue
+        mask = torch.zeros(arguments[position].numel(), dtype=torch.bool)
+        mask[torch.tensor(columns, dtype=torch.long)] = True
+        mask[exam.near] = True
+        masks[position] = mask.reshape(arguments[position].shape)
+    return masks
 
 
 def search_notes(exam: Examination) -> tuple[str, ...]:

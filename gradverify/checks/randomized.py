@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from gradverify.checks.base import user_code
+from gradverify.checks.diagonal import DiagonalKinks, diagonal_kinks, is_elementwise
 from gradverify.checks.jacobian import OutputLayout
 from gradverify.checks.kinks import (
     Evaluate,
@@ -54,7 +55,8 @@ from gradverify.checks.sampling import line_through, sample
 
 PROJECTIONS = 3  # random (u, v) pairs per argument
 ROUNDING_ULPS = 64.0  # float64 units in the last place allowed per rounding sum
-MAX_SEARCHES = 20  # group tests per argument: kinks found and excused, then the rest
+MAX_SEARCHES = 20  # group tests per argument, after the kinks of an elementwise Function
+LISTED = 1_000  # entries at kinks kept one by one; beyond, only counted
 SALT = 4_001  # of the projections' generators, away from the salts other checks use
 UNIT_ROUNDOFF = float(torch.finfo(torch.float64).eps)
 
@@ -122,6 +124,19 @@ class Examination:
     exhausted: bool = False  # MAX_SEARCHES ran out with projections still off
     forward_calls: int = 0
     backward_calls: int = 0
+    # flat indices of every element found within eps of a kink where backward gives a valid
+    # subgradient, off or not (an elementwise Function): held fixed when torch runs again
+    near: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    unlisted_excused: int = 0  # excused entries beyond LISTED, counted only
+    unlisted_wrong: int = 0
+
+    @property
+    def excused_count(self) -> int:
+        return len(self.excused) + self.unlisted_excused
+
+    @property
+    def wrong_count(self) -> int:
+        return len(self.wrong) + self.unlisted_wrong
 
     @property
     def worst(self) -> Entry:
@@ -148,6 +163,8 @@ class Localizer:
         exam = Examination(position)
         size = self.problem.values[position].numel()
         active = torch.ones(size, dtype=torch.bool)
+        if search and size:
+            self._judge_kinks(exam, active)
         searches = 0
         for projection in range(PROJECTIONS if size else 0):
             v, grads = self._projection(projection)
@@ -180,6 +197,71 @@ class Localizer:
         exam.forward_calls = self.forward_calls - forward_before
         exam.backward_calls = self.backward_calls - backward_before
         return exam
+
+    def _judge_kinks(self, exam: Examination, active: torch.Tensor) -> None:
+        """Every element of an elementwise Function within eps of a kink, judged at once
+        (`checks/diagonal.py`) and taken out of the projections: excused where backward lies
+        between the one-sided slopes, wrong where it does not."""
+        problem, position = self.problem, exam.position
+        base = self.base if len(problem.outputs) == 1 else None
+        if base is None or not is_elementwise(self._evaluate, problem.values, position, base):
+            return
+        found = diagonal_kinks(
+            self._evaluate, problem.values, position, problem.eps, problem.atol, problem.rtol
+        )
+        self.noisy = self.noisy or found.noisy
+        if not found.count:
+            return
+        analytical, consistent = self._diagonal(position, found.columns)
+        numerical = found.central
+        admitted = found.admitted(analytical, problem.atol, problem.rtol) & consistent
+        exam.near = found.columns[admitted]
+        off = ~((analytical - numerical).abs() <= problem.atol + problem.rtol * numerical.abs())
+        for at in (off & consistent).nonzero().flatten().tolist():
+            self._kink_entry(exam, found, at, float(analytical[at]), float(numerical[at]))
+            active[int(found.columns[at])] = False
+
+    def _kink_entry(
+        self, exam: Examination, found: DiagonalKinks, at: int, analytical: float, numerical: float
+    ) -> None:
+        problem, column = self.problem, int(found.columns[at])
+        kink = found.kink(at, analytical, problem.atol, problem.rtol)
+        entry = Entry(
+            exam.position, column, column, analytical, numerical, True, kink=kink,
+            faint=kink.faint,
+        )  # fmt: skip
+        if entry.excused:
+            if len(exam.excused) < LISTED:
+                exam.excused.append(entry)
+            else:
+                exam.unlisted_excused += 1
+        elif len(exam.wrong) < LISTED:
+            exam.wrong.append(entry)
+        else:
+            exam.unlisted_wrong += 1
+
+    def _diagonal(self, position: int, columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """backward's diagonal entries at `columns` (vᵀJ / v, a diagonal Jacobian), and where two
+        projections agree on them (elsewhere backward mixes elements: left to the search)."""
+        values = []
+        for projection in range(2):
+            v, grads = self._projection(projection)
+            values.append(grads[position][columns] / v[columns])
+        first, second = values
+        agree = (first - second).abs() <= self.problem.atol + self.problem.rtol * first.abs()
+        return first, agree
+
+    def _evaluate(self, *values: Any) -> Sequence[torch.Tensor]:
+        """The problem's outputs at `values`, on fresh copies (a forward writing into its
+        inputs must not compound), counted."""
+        copies = [
+            v.detach().clone().requires_grad_(v.requires_grad) if isinstance(v, torch.Tensor) else v
+            for v in values
+        ]
+        with user_code("forward"):
+            outputs = self.problem.evaluate(*copies)
+        self.forward_calls += 1
+        return outputs
 
     def _projection(self, index: int) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
         """(v, {position: vᵀJ}) of projection `index`: one backward, shared by every argument."""

@@ -105,11 +105,22 @@ def held_fixed_verdict(
     notes: tuple[str, ...],
     warnings: Callable[[tuple[str, ...]], list[Result]],
     hint: str | None = None,
+    exhausted: bool = False,
 ) -> list[Result]:
     """After torch's checker ran again with the kinks held fixed: `again` is its complaint.
 
-    Still failing is a fail, whatever the kinks; passing leaves only the kink warnings.
+    Still failing is a fail, whatever the kinks; passing leaves only the kink warnings. When
+    group testing ran out of its budget (`exhausted`) there may be kinks it never reached:
+    still failing is then a warning that says so, never a fail of admitted kinks.
     """
+    if again is not None and exhausted:
+        text, _ = explain_other_failure(again)
+        note = (
+            f"{check} still fails with the non-differentiable elements found held fixed "
+            f"({text}), but group testing stopped after its budget of searches: kinks it "
+            "never reached may explain the rest"
+        )
+        return warnings((*notes, note))
     if again is not None:
         text, other_hint = explain_other_failure(again)
         message = f"{check} fails even with the non-differentiable elements held fixed: {text}"
