@@ -33,11 +33,14 @@ SEED_TEXTS = [path.read_text(encoding="utf-8") for path in SEEDS]
 # Small specs whose Functions are quick, for the runs through the CLI.
 CLI_SEED_TEXTS = [path.read_text(encoding="utf-8") for path in ROOT.glob("tests/specs/valid/*")]
 
+_SPEC_WORDS = (
+    "target cases name inputs shape values dtype low high requires_grad device checks tolerance"
+    " atol rtol eps seed mode timeout functions kinks gradient reference float64 float32 float16"
+    " int64 bool complex128 cpu meta cuda exact auto true null"
+)
 WORDS = [
     *CHECK_IDS,
-    *["target", "cases", "name", "inputs", "shape", "values", "dtype", "low", "high", "requires_grad", "device", "checks"],
-    *["tolerance", "atol", "rtol", "eps", "seed", "mode", "timeout", "functions", "kinks", "gradient", "reference"],
-    *["float64", "float32", "float16", "int64", "bool", "complex128", "cpu", "meta", "cuda", "exact", "auto", "true", "null"],
+    *_SPEC_WORDS.split(),
     "tests.functions.correct:Square",
     "gradverify.examples.activations:ReLU",
     "no.such.module:Thing",
