@@ -31,7 +31,7 @@ SEEDS = sorted(
 )
 SEED_TEXTS = [path.read_text(encoding="utf-8") for path in SEEDS]
 # Small specs whose Functions are quick, for the runs through the CLI.
-CLI_SEED_TEXTS = [path.read_text(encoding="utf-8") for path in ROOT.glob("tests/specs/valid/*")]
+CLI_SEED_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(ROOT.glob("tests/specs/valid/*"))]
 
 _SPEC_WORDS = (
     "target cases name inputs shape values dtype low high requires_grad device checks tolerance"
