@@ -22,11 +22,17 @@ import torch
 
 from gradverify.checks.kinks import Kink, kink_at, nondifferentiable_rows
 from gradverify.checks.noise import faint_rows, noise_rows
-from gradverify.checks.sampling import OFFSETS, Evaluate, line_through
+from gradverify.checks.sampling import (
+    OFFSETS,
+    RESIDUAL_FRACTION,
+    ROUNDING,
+    Evaluate,
+    line_through,
+)
 
 TRIALS = 2  # random halves moved to tell an elementwise forward
 STEP = 1e-3  # how far they move, relative to 1 + |x|
-CHUNK = 1 << 20  # elements analysed at a time: the temporaries stay a few chunks in size
+CHUNK = 1 << 20  # elements screened at a time: the temporaries stay a few chunks in size
 SALT = 6_007
 
 
@@ -125,20 +131,55 @@ def diagonal_kinks(
     values = torch.empty(len(OFFSETS), size, dtype=torch.float64)
     for row, offset in enumerate(OFFSETS):
         values[row] = line(offset * eps)
-    magnitude = argument.detach().reshape(-1).abs().to(torch.float64)
+    candidates = torch.cat(
+        [
+            _candidates(values[:, low : low + CHUNK], eps, atol) + low
+            for low in range(0, size, CHUNK)
+        ]
+    )
+    chunk = values[:, candidates]
+    slope = (chunk[-1] - chunk[0]) / (2 * eps * OFFSETS[-1])
+    tolerance = atol + rtol * torch.nan_to_num(slope.abs(), posinf=0.0)
+    rough = nondifferentiable_rows(chunk, eps, tolerance)
+    magnitude = argument.detach().reshape(-1)[candidates].abs().to(torch.float64)
     flagged = torch.zeros(size, dtype=torch.bool)
     faint = torch.zeros(size, dtype=torch.bool)
-    for low in range(0, size, CHUNK):
-        chunk = values[:, low : low + CHUNK]
-        slope = (chunk[-1] - chunk[0]) / (2 * eps * OFFSETS[-1])
-        tolerance = atol + rtol * torch.nan_to_num(slope.abs(), posinf=0.0)
-        rough = nondifferentiable_rows(chunk, eps, tolerance)
-        flagged[low : low + CHUNK] = rough
-        faint[low : low + CHUNK] = rough & faint_rows(chunk, eps, magnitude[low : low + CHUNK])
+    flagged[candidates] = rough
+    faint[candidates] = rough & faint_rows(chunk, eps, magnitude)
     noisy = _noisy(line, values, eps, faint, atol, rtol)
     near = flagged & ~faint if noisy else flagged
     columns = near.nonzero().flatten()
     return DiagonalKinks(columns, values[:, columns].clone(), faint[columns], noisy, eps)
+
+
+def _third_difference_bound() -> float:
+    """C such that the quadratic-fit residual of 5 samples is at most C·max|third difference|:
+    the residual vanishes on quadratics, so it is a linear function of the two third
+    differences (v0 - 3v1 + 3v2 - v3, v1 - 3v2 + 3v3 - v4)."""
+    third = torch.tensor([[1.0, -3, 3, -1, 0], [0, 1, -3, 3, -1]], dtype=torch.float64)
+    design = torch.tensor([[1.0, d, d * d] for d in OFFSETS], dtype=torch.float64)
+    fit = design @ torch.linalg.pinv(design)  # as `sampling.fit_residual` fits
+    residual = torch.eye(len(OFFSETS), dtype=torch.float64) - fit
+    through = residual @ torch.linalg.pinv(third)
+    return float(through.abs().sum(dim=1).max())
+
+
+_BOUND = _third_difference_bound()
+
+
+def _candidates(values: torch.Tensor, eps: float, atol: float) -> torch.Tensor:
+    """Flat indices (within `values`' columns) that `rough_rows` could flag: a few vector
+    operations per element, so that the full test runs on the few near a kink alone.
+
+    A row is rough when its residual exceeds at least RESIDUAL_FRACTION·atol·eps and
+    ROUNDING (`sampling.rough_rows`); half of that lower bound keeps the screen conservative."""
+    floor = 0.5 * max(RESIDUAL_FRACTION * atol * eps, ROUNDING) / _BOUND
+    first = values[0] - 3 * values[1] + 3 * values[2] - values[3]
+    second = values[1] - 3 * values[2] + 3 * values[3] - values[4]
+    # NaN compares False: non-finite rows are screened in by the finiteness test below.
+    screened = (first.abs() > floor) | (second.abs() > floor)
+    screened |= ~torch.isfinite(values).all(dim=0)
+    return screened.nonzero().flatten()
 
 
 def _noisy(

@@ -58,6 +58,9 @@ ROUNDING_ULPS = 64.0  # float64 units in the last place allowed per rounding sum
 MAX_SEARCHES = 20  # group tests per argument, after the kinks of an elementwise Function
 LISTED = 1_000  # entries at kinks kept one by one; beyond, only counted
 SALT = 4_001  # of the projections' generators, away from the salts other checks use
+# The step of the projections' central differences, in eps: |u| < 2, so that no element
+# moves further than eps, the distance at which settle and the kink tests look for kinks.
+STEP = 0.5
 UNIT_ROUNDOFF = float(torch.finfo(torch.float64).eps)
 
 
@@ -155,6 +158,7 @@ class Localizer:
         self._finite_base = torch.nan_to_num(self.base, nan=0.0, posinf=0.0, neginf=0.0)
         self._projections: dict[int, tuple[torch.Tensor, dict[int, torch.Tensor]]] = {}
         self.noisy = False  # rounding noise seen: faint roughness is more of it (noise.py)
+        self.step = STEP * problem.eps
 
     def examine(self, position: int, search: bool = True) -> Examination:
         """Detect, localize and judge discrepancies in the block of values[position]; with
@@ -219,7 +223,9 @@ class Localizer:
         off = ~((analytical - numerical).abs() <= problem.atol + problem.rtol * numerical.abs())
         for at in (off & consistent).nonzero().flatten().tolist():
             self._kink_entry(exam, found, at, float(analytical[at]), float(numerical[at]))
-            active[int(found.columns[at])] = False
+        # A column of a diagonal Jacobian is its diagonal entry, judged here as full mode
+        # judges it: off or not, the projections need not look at it again.
+        active[found.columns[consistent]] = False
 
     def _kink_entry(
         self, exam: Examination, found: DiagonalKinks, at: int, analytical: float, numerical: float
@@ -285,8 +291,8 @@ class Localizer:
         support = active.nonzero().flatten()
         projected = g[support] * u[support]
         analytical = float(projected.sum())
-        numerical = self._numerical(position, support, u, self.problem.eps, v)
-        rounding = float((v * self._finite_base).norm()) / self.problem.eps
+        numerical = self._numerical(position, support, u, self.step, v)
+        rounding = float((v * self._finite_base).norm()) / self.step
         rounding += float(projected.norm())
         threshold = self.problem.atol + ROUNDING_ULPS * UNIT_ROUNDOFF * rounding
         return analytical - numerical, threshold, analytical
@@ -308,7 +314,7 @@ class Localizer:
             middle = (low + high) // 2
             half = candidates[low:middle]
             left = float((g[half] * u[half]).sum()) - self._numerical(
-                position, half, u, self.problem.eps, v
+                position, half, u, self.step, v
             )
             right = discrepancy - left  # linear in u: no forward calls for the other half
             if _score(left, allowance, low, middle) >= _score(right, allowance, middle, high):
