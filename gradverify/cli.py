@@ -221,15 +221,9 @@ def _check(
     plan = make_plan(work.arguments, spec) if work.arguments else Plan()
     entries = [*plan.entries, *work.entries]
     notes = [note for note in (config.note, *work.notes) if note]
-    if plan.bare_targets:
-        from gradverify.cache import ResultCache
-        from gradverify.zeroconfig import cached_entry
-
-        inferences = ResultCache(options.cache_dir) if options.cache else None
-        for bare in plan.bare_targets:
-            entry, note = cached_entry(bare, inferences)
-            entries.append(entry)
-            notes.append(note)
+    for entry, note in session.infer_entries(plan.bare_targets, options):
+        entries.append(entry)
+        notes.append(note)
     entries = with_defaults(entries, config)
     terminal_format = OutputFormat.text if output is not None else output_format
     show_progress = terminal_format is OutputFormat.text and sys.stderr.isatty()

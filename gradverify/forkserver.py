@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import pickle
 import select
@@ -196,6 +197,9 @@ def main(control_fd: int) -> None:
     gradverify_checks = sys.modules["gradverify.checks"]
     for check_id in gradverify_checks.REGISTRY:  # every check now, not in a case's time limit
         gradverify_checks.get_check(check_id)
+    # What is imported stays shared with the workers: a collection in a worker would touch
+    # (and so copy) every page of it.
+    gc.freeze()
     _send(control, ("ready",))
     children: dict[int, int] = {}  # pidfd -> pid
     with selectors.DefaultSelector() as selector:

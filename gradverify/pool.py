@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from gradverify import forkserver
 from gradverify.results import Result
-from gradverify.tasks import Task
+from gradverify.tasks import InferTask, Task
 from gradverify.worker import serve
 
 # A worker that has not even started its case by then is considered stuck at start-up.
@@ -40,9 +40,12 @@ class Outcome:
     ended: str | None = None  # why it ended early: "process died with SIGSEGV", "timed out ..."
     user_error: str | None = None  # a spec or target error found in the worker
     internal: str | None = None  # a traceback of gradverify's own failure
+    inferred: dict[str, Any] | None = None  # an InferTask's answer (gradverify.zeroconfig)
 
 
 Listener = Callable[[Task, str, Any], None]
+AnyTask = Task | InferTask
+_Notify = Callable[[AnyTask, str, Any], None]
 
 
 class _Process(Protocol):
@@ -62,7 +65,7 @@ class _Process(Protocol):
 class _Worker:
     process: _Process
     connection: Connection
-    task: Task | None = None
+    task: AnyTask | None = None
     deadline: float | None = None
     timeout: float = 0.0
 
@@ -83,12 +86,16 @@ class WorkerPool:
         self.close(abandon=kind is not None)
 
     def run(
-        self, tasks: Sequence[tuple[Task, float]], listener: Listener | None = None
+        self, tasks: Sequence[tuple[AnyTask, float]], listener: Listener | None = None
     ) -> dict[int, Outcome]:
         """Run every (task, timeout); the outcome of each task by its id."""
         pending = deque(tasks)
         outcomes: dict[int, Outcome] = {task.id: Outcome() for task, _ in tasks}
-        notify = listener or (lambda task, kind, value: None)
+
+        def notify(task: AnyTask, kind: str, value: Any) -> None:
+            if listener is not None and isinstance(task, Task):  # progress is about cases
+                listener(task, kind, value)
+
         while pending or any(w.task is not None for w in self.workers):
             self._dispatch(pending)
             busy = [w for w in self.workers if w.task is not None]
@@ -114,7 +121,7 @@ class WorkerPool:
             worker.process.close()
         self.workers = []
 
-    def _dispatch(self, pending: deque[tuple[Task, float]]) -> None:
+    def _dispatch(self, pending: deque[tuple[AnyTask, float]]) -> None:
         while pending:
             idle = next((w for w in self.workers if w.task is None), None)
             if idle is None and len(self.workers) < self.size:
@@ -146,7 +153,7 @@ class WorkerPool:
         deadlines = [w.deadline for w in busy if w.deadline is not None]
         return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
-    def _collect(self, worker: _Worker, outcomes: dict[int, Outcome], notify: Listener) -> None:
+    def _collect(self, worker: _Worker, outcomes: dict[int, Outcome], notify: _Notify) -> None:
         task = worker.task
         assert task is not None
         outcome = outcomes[task.id]
@@ -170,7 +177,7 @@ class WorkerPool:
         notify(task, "ended", outcome.ended)
 
     def _receive(
-        self, worker: _Worker, message: tuple[Any, ...], outcome: Outcome, notify: Listener
+        self, worker: _Worker, message: tuple[Any, ...], outcome: Outcome, notify: _Notify
     ) -> None:
         kind = message[0]
         task = worker.task
@@ -183,6 +190,8 @@ class WorkerPool:
             outcome.phase = message[2]
         elif kind == "results":
             outcome.results.extend(message[2])
+        elif kind == "inferred":
+            outcome.inferred = message[2]
         elif kind in ("done", "user_error", "internal"):
             if kind == "done":
                 outcome.notes, outcome.done = message[2], True

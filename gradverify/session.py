@@ -17,9 +17,10 @@ from gradverify.errors import GradverifyError
 from gradverify.pool import Outcome, WorkerPool
 from gradverify.results import Report, Result, Status
 from gradverify.spec.load import SpecEntry
-from gradverify.tasks import Task
+from gradverify.tasks import InferTask, Task
 
 Listener = Callable[[Task, str, Any], None]
+INFER_TIMEOUT = 120.0  # seconds for zero-config's trial runs, as a spec's default timeout
 
 
 class InternalError(Exception):
@@ -71,6 +72,41 @@ def run(
         if cache is not None and task.id in ran:
             cache.store(task, case_results)
     return Report(results=tuple(results), notes=tuple(all_notes))
+
+
+def infer_entries(targets: Sequence[str], options: RunOptions) -> list[tuple[SpecEntry, str]]:
+    """Zero-config: a spec entry and a note for each target that no spec names.
+
+    Answered from the cache while a target's source is unchanged; else inferred in a worker
+    when isolated, so that the user's forward runs isolated and this process never imports
+    torch: a zero-config check pays one torch import, the fork server's.
+    """
+    from gradverify.zeroconfig import cached_entry, inferred
+
+    cache = ResultCache(options.cache_dir) if options.cache else None
+    infer = _infer_in_worker(options) if options.isolation else inferred
+    return [cached_entry(target, cache, infer) for target in targets]
+
+
+def _infer_in_worker(options: RunOptions) -> Callable[[str], dict[str, Any]]:
+    def infer(target: str) -> dict[str, Any]:
+        with WorkerPool(1, threads=os.cpu_count() or 1) as pool:
+            timeout = options.timeout or INFER_TIMEOUT
+            outcome = pool.run([(InferTask(0, target), timeout)])[0]
+        if outcome.user_error is not None:
+            raise GradverifyError(outcome.user_error)
+        if outcome.internal is not None:
+            raise InternalError(outcome.internal)
+        if outcome.inferred is None:
+            where = f" in {outcome.phase}" if outcome.phase else ""
+            raise GradverifyError(
+                f"cannot infer inputs for {target}: the trial run of inputs inferred from "
+                f"forward's signature {_short(outcome.ended or 'ended')}{where}. Write a spec "
+                f"that gives the inputs (`gradverify init {target}` starts one)."
+            )
+        return outcome.inferred
+
+    return infer
 
 
 def _seed(entry: SpecEntry, options: RunOptions) -> int:

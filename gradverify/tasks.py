@@ -15,3 +15,11 @@ class Task:
     entry: SpecEntry
     case: str
     seed: int
+
+
+@dataclass(frozen=True)
+class InferTask:
+    """Zero-config: infer a spec for `target` from forward's signature, in a worker."""
+
+    id: int
+    target: str

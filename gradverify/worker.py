@@ -1,4 +1,7 @@
-"""The worker process: imports torch once, then runs cases sent by the parent, one at a time.
+"""The worker process: runs cases sent by the parent, one at a time.
+
+It is forked from gradverify.forkserver with torch and the engine already imported (or
+spawned, and imports them here).
 
 Everything it learns is sent back as it happens (the check being run, the phase of the
 user's code, each check's results), so that if the user's code kills the process or hangs,
@@ -12,6 +15,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from gradverify.results import Result
+from gradverify.tasks import InferTask
 
 
 def serve(connection: Connection, threads: int) -> None:
@@ -37,6 +41,12 @@ def serve(connection: Connection, threads: int) -> None:
         reporter = _Reporter(connection, task.id)
         listen_to_phases(reporter.phase)
         try:
+            if isinstance(task, InferTask):
+                from gradverify.zeroconfig import inferred
+
+                connection.send(("inferred", task.id, inferred(task.target)))
+                connection.send(("done", task.id, ()))
+                continue
             name = task.entry.spec.target
             if name not in targets:
                 targets[name] = engine.load_target(name)

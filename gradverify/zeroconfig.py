@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gradverify.errors import GradverifyError
 from gradverify.inference import Inference, file_name, infer, spec_text
@@ -27,29 +29,40 @@ def infer_entry(target: Target) -> tuple[SpecEntry, str]:
     return SpecEntry(spec=inference.spec(CASE), file=None), _note(inference)
 
 
-def cached_entry(target_spec: str, cache: ResultCache | None) -> tuple[SpecEntry, str]:
-    """`infer_entry`, answered from `cache` while the target's source is unchanged.
+def inferred(target_spec: str) -> dict[str, Any]:
+    """`infer_entry` for a target named by `target_spec`, as the plain data the cache keeps
+    (and a worker process sends back: gradverify.session infers in one when isolated)."""
+    from gradverify.target import load_target
+
+    entry, note = infer_entry(load_target(target_spec))
+    return {"spec": entry.spec.model_dump(mode="json"), "note": note}
+
+
+def cached_entry(
+    target_spec: str,
+    cache: ResultCache | None,
+    infer: Callable[[str], dict[str, Any]] = inferred,
+) -> tuple[SpecEntry, str]:
+    """`infer(target_spec)`, answered from `cache` while the target's source is unchanged.
 
     A hit neither imports torch nor runs the user's code, so an unchanged zero-config run
     whose case is cached too takes no longer than a cached run of a written spec.
     """
-    from gradverify.spec.models import FunctionSpec
-
     stored = cache.lookup_inference(target_spec) if cache is not None else None
     if stored is not None:
-        try:
-            spec = FunctionSpec.model_validate(stored["spec"])
-            return SpecEntry(spec=spec, file=None), str(stored["note"])
-        except (KeyError, TypeError, ValueError):
-            pass  # written by another version: infer again
-    from gradverify.target import load_target
-
-    entry, note = infer_entry(load_target(target_spec))
+        with contextlib.suppress(KeyError, TypeError, ValueError):  # another version's: again
+            return _entry(stored)
+    fresh = infer(target_spec)
     if cache is not None:
-        cache.store_inference(
-            target_spec, {"spec": entry.spec.model_dump(mode="json"), "note": note}
-        )
-    return entry, note
+        cache.store_inference(target_spec, fresh)
+    return _entry(fresh)
+
+
+def _entry(stored: dict[str, Any]) -> tuple[SpecEntry, str]:
+    from gradverify.spec.models import FunctionSpec
+
+    spec = FunctionSpec.model_validate(stored["spec"])
+    return SpecEntry(spec=spec, file=None), str(stored["note"])
 
 
 def _note(inference: Inference) -> str:

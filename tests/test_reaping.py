@@ -1,0 +1,125 @@
+"""No process outlives the command: workers and the fork server are reaped, on a normal exit
+and on Ctrl-C alike. The real console script runs in a subprocess whose environment carries a
+marker that every process it starts inherits; /proc then shows what is left. The test process
+is made a child subreaper, so that a process the command did not reap itself is adopted by the
+test, and stays visible (if only as a zombie) however quickly it would have ended.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gradverify.exitcodes import ExitCode
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "tests" / "specs" / "processes"
+GRADVERIFY = str(Path(sys.executable).parent / "gradverify")
+MARKER = "GRADVERIFY_REAPING_TEST"
+PR_SET_CHILD_SUBREAPER = 36
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+
+
+def marked(marker: str) -> dict[int, int]:
+    """Every process whose environment carries `marker`, and every child of this test process
+    that is not one of `before`'s: pid -> ppid. (A zombie's environ reads empty.)"""
+    found: dict[int, int] = {}
+    needle = f"{MARKER}={marker}".encode()
+    for pid, (ppid, environ) in _processes().items():
+        if needle in environ.split(b"\0") or (ppid == os.getpid() and pid not in _before):
+            found[pid] = ppid
+    return found
+
+
+def _processes() -> dict[int, tuple[int, bytes]]:
+    processes = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # a zombie's, or not ours to read
+            environ = b""
+        processes[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), environ)
+    return processes
+
+
+_before: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def adopt_orphans() -> Iterator[None]:
+    """Make this process a child subreaper for the test; reap whatever it adopted after."""
+    _before.clear()
+    _before.update(pid for pid, (ppid, _) in _processes().items() if ppid == os.getpid())
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        pytest.skip("cannot become a child subreaper")
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        for pid, (ppid, _) in _processes().items():
+            if ppid == os.getpid() and pid not in _before:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+
+def start(spec: Path, marker: str) -> subprocess.Popen[bytes]:
+    environment = {**os.environ, MARKER: marker}
+    command = [GRADVERIFY, "check", str(spec), "--no-cache", "-j", "2"]
+    return subprocess.Popen(
+        command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def wait_for(condition: object, limit: float = 120.0) -> None:
+    deadline = time.monotonic() + limit
+    while not callable(condition) or not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def test_a_normal_exit_leaves_no_process_behind() -> None:
+    marker = uuid.uuid4().hex
+    process = start(SPECS / "two_correct.yaml", marker)
+    seen: set[int] = set()
+    while process.poll() is None:
+        seen.update(pid for pid, ppid in marked(marker).items() if pid != process.pid)
+        time.sleep(0.05)
+    process.communicate()
+    assert process.returncode == ExitCode.OK
+    assert seen, "the run started no process of its own: nothing was tested"
+    assert marked(marker) == {}
+
+
+def test_ctrl_c_mid_case_exits_130_and_leaves_no_process_behind() -> None:
+    marker = uuid.uuid4().hex
+    process = start(SPECS / "slow.yaml", marker)
+    try:
+        # A worker is a grandchild of the command (forked by the server) or, where workers
+        # are spawned, a child: anything marked besides the command itself and the server.
+        wait_for(lambda: len(marked(marker)) >= 3)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == ExitCode.INTERRUPTED
+    assert b"interrupted" in stderr
+    assert b"Traceback" not in stderr  # no worker printed a KeyboardInterrupt
+    assert marked(marker) == {}
