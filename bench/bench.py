@@ -230,10 +230,19 @@ def whole_process(repeat: int) -> list[tuple[str, float, float]]:
         )
         import_torch = timed_process([sys.executable, "-c", "import torch"], project, repeat)
         zero = timed_process([gradverify, "check", target, "--no-cache"], project, repeat)
-        rows.append(
-            (f"zero-config `{target}` vs `import torch` + its checks ({own:.3f} s): wall",
-             import_torch[0] + own, zero[0])
-        )  # fmt: skip
+        inferred = [(target, build_inputs(case, entry.spec.seed)) for case in entry.spec.cases]
+        torch.save(inferred, project / "inferred.pt")
+        cold = timed_process([sys.executable, "plain.py", "inferred.pt"], project, repeat)
+        for kind, index in (("wall", 0), ("CPU", 1)):
+            rows.append(
+                (f"zero-config `{target}` vs `import torch` + its checks warm ({own:.3f} s): {kind}",
+                 import_torch[index] + own, zero[index])
+            )  # fmt: skip
+        for kind, index in (("wall", 0), ("CPU", 1)):
+            rows.append(
+                (f"zero-config `{target}` vs plain script, same inputs: {kind}",
+                 cold[index], zero[index])
+            )  # fmt: skip
     return rows
 
 

@@ -206,6 +206,8 @@ def _check(
     verbose: bool = False,
 ) -> int:
     from gradverify import session
+
+    session.start_early(options)
     from gradverify.config import load_config, with_defaults
     from gradverify.plan import Plan, make_plan
     from gradverify.progress import progress_listener

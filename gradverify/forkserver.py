@@ -132,6 +132,9 @@ class ForkServer:
 
     def stop(self) -> None:
         """End the server and every worker it forked; reap the server."""
+        if not self.ready:  # still importing, so no worker yet: no need to wait for it
+            with contextlib.suppress(OSError):
+                self.process.kill()
         with contextlib.suppress(OSError):
             self.control.close()
         try:

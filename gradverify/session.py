@@ -74,6 +74,19 @@ def run(
     return Report(results=tuple(results), notes=tuple(all_notes))
 
 
+def start_early(options: RunOptions) -> None:
+    """Start the fork server now if this run is sure to need workers: no cache to answer from.
+
+    Its torch import then overlaps reading the specs. A run that turns out to have nothing
+    to run stops it at exit, still importing.
+    """
+    from gradverify import forkserver
+
+    nothing_cached = not options.cache or not options.cache_dir.exists()
+    if options.isolation and forkserver.AVAILABLE and nothing_cached:
+        forkserver.server()
+
+
 def infer_entries(targets: Sequence[str], options: RunOptions) -> list[tuple[SpecEntry, str]]:
     """Zero-config: a spec entry and a note for each target that no spec names.
 
@@ -81,6 +94,8 @@ def infer_entries(targets: Sequence[str], options: RunOptions) -> list[tuple[Spe
     when isolated, so that the user's forward runs isolated and this process never imports
     torch: a zero-config check pays one torch import, the fork server's.
     """
+    if not targets:
+        return []
     from gradverify.zeroconfig import cached_entry, inferred
 
     cache = ResultCache(options.cache_dir) if options.cache else None
