@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from gradverify import session
+from gradverify import forkserver, session
 from gradverify.spec.load import load_spec_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,3 +90,75 @@ def test_a_target_error_in_a_worker_is_a_user_error(in_repo, tmp_path):
     with pytest.raises(GradverifyError) as raised:
         session.run(entries, session.RunOptions(cache=False, jobs=1))
     assert "did you mean" in raised.value.render() or "has no attribute" in raised.value.render()
+
+
+def _parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+def test_workers_are_forked_from_one_server_that_imported_torch_once(in_repo):
+    """Isolation costs a fork, not an import: every worker is a child of the one server."""
+    from gradverify.pool import WorkerPool
+
+    with WorkerPool(2, threads=1) as pool:
+        first, second = pool._start(), pool._start()
+        server = forkserver.server().process.pid
+        assert _parent_of(first.process.pid) == server
+        assert _parent_of(second.process.pid) == server
+    entries = load_spec_file(ROOT / "tests" / "specs" / "processes" / "two_correct.yaml")
+    report = session.run(entries, session.RunOptions(cache=False, jobs=2))
+    assert {r.status.value for r in report.results} == {"pass"}
+    assert forkserver.server().process.pid == server  # the same server, not a new import
+
+
+def test_a_worker_runs_in_the_current_directory_even_if_it_changed(tmp_path, monkeypatch):
+    """The server lives on across runs of one process (as under pytest): a worker takes the
+    parent's directory, path and environment at its fork, not the server's."""
+    forkserver.server()  # started here, before the move
+    (tmp_path / "gvmoved.py").write_text(
+        "import torch\n\n\n"
+        "class Twice(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        return x * 2\n\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad_output):\n"
+        "        return grad_output * 2\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    from gradverify.spec.load import parse_spec
+
+    text = "target: gvmoved:Twice\nchecks: [forward, backward]\ncases: [{name: a, inputs: [{shape: [3]}]}]\n"
+    report = session.run(parse_spec(text, "s.yaml"), session.RunOptions(cache=False, jobs=1))
+    assert [r.status.value for r in report.results] == ["pass", "pass"]
+
+
+def test_a_zero_config_check_imports_torch_only_in_the_server(tmp_path):
+    """The parent infers nothing itself: inference runs in a worker, so one import in all."""
+    code = (
+        "import sys\n"
+        "from gradverify.cli import main\n"
+        "sys.argv = ['gradverify', 'check', 'gradverify.examples.swish:Swish', '--no-cache']\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "print('TORCH', 'torch' in sys.modules, code, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert "TORCH False 0" in done.stderr, done.stderr
+    assert "inputs inferred from forward's signature" in done.stdout
+
+
+def test_zero_config_a_forward_that_crashes_while_inferring_is_a_clear_error(in_repo):
+    """Inference runs the user's forward: in a worker, its crash is a message, not our death."""
+    from gradverify.errors import GradverifyError
+
+    with pytest.raises(GradverifyError) as raised:
+        session.infer_entries(
+            ["tests.functions.hostile:ExitsInForward"], session.RunOptions(cache=False)
+        )
+    message = raised.value.render()
+    assert "cannot infer inputs for tests.functions.hostile:ExitsInForward" in message
+    assert "exited with code 7" in message
