@@ -203,31 +203,43 @@ def main(control_fd: int) -> None:
     # What is imported stays shared with the workers: a collection in a worker would touch
     # (and so copy) every page of it.
     gc.freeze()
-    _send(control, ("ready",))
     children: dict[int, int] = {}  # pidfd -> pid
+    try:
+        _send(control, ("ready",))
+        _serve(control, children)
+    except OSError:  # the parent went away mid-message
+        pass
+    finally:  # the parent is gone: so are its workers
+        _kill(children)
+
+
+def _serve(control: socket.socket, children: dict[int, int]) -> None:
     with selectors.DefaultSelector() as selector:
         selector.register(control, selectors.EVENT_READ)
         while True:
             for key, _ in selector.select():
-                if key.fileobj is control:
-                    message, fds, _, _ = socket.recv_fds(control, _PACKET, 1)
-                    if not message:  # the parent is gone: so are its workers
-                        _kill(children)
-                        return
-                    pid = _fork(pickle.loads(message), fds[0], control, selector, children)
-                    os.close(fds[0])
-                    pidfd = os.pidfd_open(pid)
-                    children[pidfd] = pid
-                    selector.register(pidfd, selectors.EVENT_READ)
-                    socket.send_fds(control, [pickle.dumps(("forked", pid))], [pidfd])
-                else:
-                    pidfd = key.fd
-                    selector.unregister(pidfd)
-                    pid = children.pop(pidfd)
-                    _, status = os.waitpid(pid, 0)
-                    os.close(pidfd)
-                    with contextlib.suppress(OSError):
-                        _send(control, ("exited", pid, os.waitstatus_to_exitcode(status)))
+                if key.fileobj is not control:
+                    _reap(key.fd, children, control, selector)
+                    continue
+                message, fds, _, _ = socket.recv_fds(control, _PACKET, 1)
+                if not message:
+                    return
+                pid = _fork(pickle.loads(message), fds[0], control, selector, children)
+                os.close(fds[0])
+                pidfd = os.pidfd_open(pid)  # before any reaping: the pid cannot be reused yet
+                children[pidfd] = pid
+                selector.register(pidfd, selectors.EVENT_READ)
+                socket.send_fds(control, [pickle.dumps(("forked", pid))], [pidfd])
+
+
+def _reap(
+    pidfd: int, children: dict[int, int], control: socket.socket, selector: selectors.BaseSelector
+) -> None:
+    selector.unregister(pidfd)
+    pid = children.pop(pidfd)
+    _, status = os.waitpid(pid, 0)
+    os.close(pidfd)
+    _send(control, ("exited", pid, os.waitstatus_to_exitcode(status)))
 
 
 def _fork(
