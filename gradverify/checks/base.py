@@ -22,6 +22,15 @@ _EXAMPLES_DIR = str(Path(_PACKAGE_DIR) / "examples")
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 
 
+@dataclass
+class CaseMemo:
+    """What the checks of one case work out once and share (the context itself is frozen,
+    and `dataclasses.replace` hands every check the same memo)."""
+
+    output_elements: int | None = None  # differentiable output elements, from one forward
+    forward_raised: bool = False  # that forward raised: the size is unknown
+
+
 @dataclass(frozen=True)
 class CaseContext:
     """One case of one target, as every check sees it."""
@@ -34,6 +43,7 @@ class CaseContext:
     spec_file: str | None = None
     spec_line: int | None = None
     earlier: tuple[Result, ...] = field(default=())  # results of checks run before on this case
+    memo: CaseMemo = field(default_factory=CaseMemo, compare=False, repr=False)
 
     @property
     def tolerance(self) -> Tolerance:

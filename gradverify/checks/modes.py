@@ -54,8 +54,9 @@ MAX_FULL_CALLS = 5_000
 def resolve_mode(context: CaseContext, arguments: Sequence[Any]) -> tuple[Mode, str]:
     """(mode, reason): the spec's mode, or for `auto` the one the case's size calls for.
 
-    `arguments` are the check's own copies; `auto` runs forward once on them to size the
-    outputs. A forward that raises leaves the choice to full mode, whose check reports it.
+    `arguments` are the check's own copies; `auto` sizes the outputs by one forward per case
+    (`output_elements`). A forward that raises leaves the choice to full mode, whose check
+    reports it.
     """
     requested = context.spec.mode
     if requested == "full":
@@ -63,12 +64,9 @@ def resolve_mode(context: CaseContext, arguments: Sequence[Any]) -> tuple[Mode, 
     if requested == "randomized":
         return "randomized", "mode: randomized (requested)"
     inputs = sum(arguments[i].numel() for i in differentiable_indices(arguments))
-    try:
-        with torch.enable_grad():
-            outputs = call_forward(context.target.call, arguments)
-    except UserCodeError:
+    produced = output_elements(context, arguments)
+    if produced is None:
         return "full", "mode: full (forward raises, so the size is unknown)"
-    produced = sum(output.numel() for _, output in differentiable_outputs(outputs))
     entries, calls = inputs * produced, 2 * inputs + produced
     if entries > MAX_FULL_ENTRIES:
         return "randomized", f"mode: randomized (the Jacobian would have {entries:.1e} entries)"
@@ -77,6 +75,21 @@ def resolve_mode(context: CaseContext, arguments: Sequence[Any]) -> tuple[Mode, 
             f"mode: randomized (full Jacobians would take {calls:.1e} forward and backward calls)"
         )
     return "full", f"mode: full (the Jacobian has {entries} entries)"
+
+
+def output_elements(context: CaseContext, arguments: Sequence[Any]) -> int | None:
+    """Elements of forward's differentiable outputs (None: forward raises): one forward per
+    case, whichever check asks first (`CaseMemo`)."""
+    memo = context.memo
+    if memo.output_elements is None and not memo.forward_raised:
+        try:
+            with torch.enable_grad():
+                outputs = call_forward(context.target.call, arguments)
+        except UserCodeError:
+            memo.forward_raised = True
+            return None
+        memo.output_elements = sum(o.numel() for _, o in differentiable_outputs(outputs))
+    return memo.output_elements
 
 
 def first_order_problem(
