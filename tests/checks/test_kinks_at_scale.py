@@ -187,4 +187,5 @@ def test_one_wrong_element_among_ten_million_is_named_at_its_index(tmp_path):
     (result,) = document["results"]
     assert result["status"] == "fail"
     assert result["element"] == [kinks_at_scale.WRONG_INDEX]
-    assert (result["analytical"], result["numerical"]) == (2.0, 1.0)
+    assert result["analytical"] == 2.0
+    assert result["numerical"] == pytest.approx(1.0)
