@@ -284,7 +284,7 @@ def main() -> None:
     torch.set_num_threads(os.cpu_count() or 1)
     rows: list[tuple[str, float | None, float]] = []
     if arguments.processes:
-        rows += whole_process(repeat=3)
+        rows += whole_process(repeat=5)
         _print(rows)
         return
     rows += small_suite(repeat=3)
