@@ -79,12 +79,13 @@ def adopt_orphans() -> Iterator[None]:
                 os.waitpid(pid, 0)
 
 
-def start(spec: Path, marker: str) -> subprocess.Popen[bytes]:
+def start(spec: Path, marker: str, own_group: bool = False) -> subprocess.Popen[bytes]:
     environment = {**os.environ, MARKER: marker}
     command = [GRADVERIFY, "check", str(spec), "--no-cache", "-j", "2"]
     return subprocess.Popen(
-        command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+        command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=own_group,
+    )  # fmt: skip
 
 
 def wait_for(condition: object, limit: float = 120.0) -> None:
@@ -107,14 +108,19 @@ def test_a_normal_exit_leaves_no_process_behind() -> None:
     assert marked(marker) == {}
 
 
-def test_ctrl_c_mid_case_exits_130_and_leaves_no_process_behind() -> None:
+@pytest.mark.parametrize("to_group", [False, True], ids=["to_the_command", "to_its_group"])
+def test_ctrl_c_mid_case_exits_130_and_leaves_no_process_behind(to_group: bool) -> None:
+    """SIGINT to the command alone, and to its whole process group as a terminal's Ctrl-C."""
     marker = uuid.uuid4().hex
-    process = start(SPECS / "slow.yaml", marker)
+    process = start(SPECS / "slow.yaml", marker, own_group=to_group)
     try:
         # A worker is a grandchild of the command (forked by the server) or, where workers
         # are spawned, a child: anything marked besides the command itself and the server.
         wait_for(lambda: len(marked(marker)) >= 3)
-        process.send_signal(signal.SIGINT)
+        if to_group:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
