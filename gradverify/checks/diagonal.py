@@ -27,12 +27,10 @@ from gradverify.checks.sampling import (
     RESIDUAL_FRACTION,
     ROUNDING,
     Evaluate,
-    line_through,
 )
 
 TRIALS = 2  # random halves moved to tell an elementwise forward
 STEP = 1e-3  # how far they move, relative to 1 + |x|
-CHUNK = 1 << 20  # elements screened at a time: the temporaries stay a few chunks in size
 SALT = 6_007
 
 
@@ -123,40 +121,70 @@ def diagonal_kinks(
     evaluate: Evaluate, arguments: Sequence[Any], index: int, eps: float, atol: float, rtol: float
 ) -> DiagonalKinks:
     """Every element of arguments[index] within eps of a kink or a jump, for an elementwise
-    `evaluate` (see `is_elementwise`): five forward calls, two more where roughness is as
-    faint as rounding noise."""
-    argument = arguments[index]
-    size = argument.numel()
-    line = line_through(evaluate, arguments, index, torch.ones(size, dtype=torch.float64))
-    values = torch.empty(len(OFFSETS), size, dtype=torch.float64)
+    `evaluate` (see `is_elementwise`): ten forward calls, two more where roughness is as
+    faint as rounding noise.
+
+    The first five screen every element by the third differences of its samples, kept as
+    two running sums (not five samples of n values each: 80 MB apiece at 10⁷); the next
+    five take the samples again at the few candidates alone, for the full kink test."""
+    line = _shifted(evaluate, arguments, index)
+    third = [torch.zeros(0, dtype=torch.float64)] * 2
+    finite: torch.Tensor | None = None
     for row, offset in enumerate(OFFSETS):
-        values[row] = line(offset * eps)
-    candidates = torch.cat(
-        [
-            _candidates(values[:, low : low + CHUNK], eps, atol) + low
-            for low in range(0, size, CHUNK)
-        ]
-    )
-    chunk = values[:, candidates]
+        values = line(offset * eps)
+        for which, coefficients in enumerate(THIRD_DIFFERENCES):
+            if coefficients[row]:
+                term = values * coefficients[row]
+                third[which] = term if not third[which].numel() else third[which].add_(term)
+        finite = (
+            torch.isfinite(values)
+            if finite is None
+            else finite.logical_and_(torch.isfinite(values))
+        )
+    assert finite is not None
+    floor = 0.5 * max(RESIDUAL_FRACTION * atol * eps, ROUNDING) / _BOUND
+    screened = (third[0].abs() > floor) | (third[1].abs() > floor) | ~finite
+    candidates = screened.nonzero().flatten()
+    del third, finite, screened
+
+    def at_candidates(t: float) -> torch.Tensor:
+        return line(t)[candidates]
+
+    chunk = torch.stack([at_candidates(offset * eps) for offset in OFFSETS])
     slope = (chunk[-1] - chunk[0]) / (2 * eps * OFFSETS[-1])
     tolerance = atol + rtol * torch.nan_to_num(slope.abs(), posinf=0.0)
     rough = nondifferentiable_rows(chunk, eps, tolerance)
-    magnitude = argument.detach().reshape(-1)[candidates].abs().to(torch.float64)
-    flagged = torch.zeros(size, dtype=torch.bool)
-    faint = torch.zeros(size, dtype=torch.bool)
-    flagged[candidates] = rough
-    faint[candidates] = rough & faint_rows(chunk, eps, magnitude)
-    noisy = _noisy(line, values, eps, faint, atol, rtol)
-    near = flagged & ~faint if noisy else flagged
-    columns = near.nonzero().flatten()
-    return DiagonalKinks(columns, values[:, columns].clone(), faint[columns], noisy, eps)
+    magnitude = arguments[index].detach().reshape(-1)[candidates].abs().to(torch.float64)
+    faint = rough & faint_rows(chunk, eps, magnitude)
+    noisy = _noisy(at_candidates, chunk, eps, faint, atol, rtol)
+    near = rough & ~faint if noisy else rough
+    return DiagonalKinks(candidates[near], chunk[:, near].clone(), faint[near], noisy, eps)
+
+
+def _shifted(evaluate: Evaluate, arguments: Sequence[Any], index: int) -> Any:
+    """t -> the flat float64 output at arguments[index] + t (every element moved by t)."""
+    base = arguments[index].detach()
+
+    def line(t: float) -> torch.Tensor:
+        perturbed = list(arguments)
+        perturbed[index] = base + t
+        with torch.no_grad():
+            (output,) = evaluate(*perturbed)
+        return output.detach().reshape(-1).to(torch.float64)
+
+    return line
+
+
+# v0 - 3v1 + 3v2 - v3 and v1 - 3v2 + 3v3 - v4: zero on quadratics, so the fit residual is
+# a linear function of them (`_third_difference_bound`).
+THIRD_DIFFERENCES = ((1.0, -3.0, 3.0, -1.0, 0.0), (0.0, 1.0, -3.0, 3.0, -1.0))
 
 
 def _third_difference_bound() -> float:
     """C such that the quadratic-fit residual of 5 samples is at most C·max|third difference|:
     the residual vanishes on quadratics, so it is a linear function of the two third
     differences (v0 - 3v1 + 3v2 - v3, v1 - 3v2 + 3v3 - v4)."""
-    third = torch.tensor([[1.0, -3, 3, -1, 0], [0, 1, -3, 3, -1]], dtype=torch.float64)
+    third = torch.tensor(THIRD_DIFFERENCES, dtype=torch.float64)
     design = torch.tensor([[1.0, d, d * d] for d in OFFSETS], dtype=torch.float64)
     fit = design @ torch.linalg.pinv(design)  # as `sampling.fit_residual` fits
     residual = torch.eye(len(OFFSETS), dtype=torch.float64) - fit
@@ -165,21 +193,6 @@ def _third_difference_bound() -> float:
 
 
 _BOUND = _third_difference_bound()
-
-
-def _candidates(values: torch.Tensor, eps: float, atol: float) -> torch.Tensor:
-    """Flat indices (within `values`' columns) that `rough_rows` could flag: a few vector
-    operations per element, so that the full test runs on the few near a kink alone.
-
-    A row is rough when its residual exceeds at least RESIDUAL_FRACTION·atol·eps and
-    ROUNDING (`sampling.rough_rows`); half of that lower bound keeps the screen conservative."""
-    floor = 0.5 * max(RESIDUAL_FRACTION * atol * eps, ROUNDING) / _BOUND
-    first = values[0] - 3 * values[1] + 3 * values[2] - values[3]
-    second = values[1] - 3 * values[2] + 3 * values[3] - values[4]
-    # NaN compares False: non-finite rows are screened in by the finiteness test below.
-    screened = (first.abs() > floor) | (second.abs() > floor)
-    screened |= ~torch.isfinite(values).all(dim=0)
-    return screened.nonzero().flatten()
 
 
 def _noisy(

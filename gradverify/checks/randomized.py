@@ -385,31 +385,31 @@ class Localizer:
         line = line_through(problem.evaluate, problem.values, entry.position, direction)
 
         def counted(t: float) -> torch.Tensor:
+            # The entry's own output element alone: every row is judged on its own samples,
+            # and at 10⁷ outputs the samples of all of them take gigabytes to analyse.
             self.forward_calls += 1
             with user_code("forward"):
-                return line(t)
+                return line(t)[row : row + 1]
 
         values = sample(counted, problem.eps)
-        tolerance = problem.atol + problem.rtol * numerical.abs()
-        flagged = nondifferentiable_rows(values, problem.eps, tolerance)
+        tolerance = problem.atol + problem.rtol * numerical[row : row + 1].abs()
+        flagged = bool(nondifferentiable_rows(values, problem.eps, tolerance)[0])
         x_scale = abs(float(problem.values[entry.position].detach().reshape(-1)[column]))
-        faint = flagged & faint_rows(values, problem.eps, x_scale)
-        if not flagged[row]:
-            small = entry.error <= float(reach(values, problem.eps, x_scale)[row]) / problem.eps
+        faint = flagged and bool(faint_rows(values, problem.eps, x_scale)[0])
+        if not flagged:
+            small = entry.error <= float(reach(values, problem.eps, x_scale)[0]) / problem.eps
             return replace(entry, faint=small, noise=small and self.noisy)
-        if faint[row]:
-            only = torch.zeros_like(faint)
-            only[row] = True
+        if faint:
+            only = torch.ones(1, dtype=torch.bool)
             if self.noisy or bool(
-                noise_rows(counted, values, problem.eps, only, problem.atol, problem.rtol)[row]
+                noise_rows(counted, values, problem.eps, only, problem.atol, problem.rtol)[0]
             ):
                 self.noisy = True
                 return replace(entry, noise=True, faint=True)
         kink = kink_at(
-            values, row, column, entry.analytical, problem.eps, problem.atol, problem.rtol,
-            bool(faint[row]),
-        )  # fmt: skip
-        return replace(entry, kink=kink, faint=bool(faint[row]))
+            values, 0, column, entry.analytical, problem.eps, problem.atol, problem.rtol, faint
+        )
+        return replace(entry, kink=replace(kink, row=row), faint=faint)
 
     def _numerical(
         self, position: int, support: torch.Tensor, u: torch.Tensor, step: float, v: torch.Tensor
