@@ -20,6 +20,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """One torch thread per xdist worker: `make test` runs two workers on two cores, and
+    more threads than cores make every small BLAS call wait on busy cores."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 @contextmanager
 def working_directory(path: Path) -> Iterator[None]:
     before = os.getcwd()

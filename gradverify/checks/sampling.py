@@ -57,7 +57,15 @@ def sample(line: Line, eps: float, centre: float = 0.0) -> torch.Tensor:
 def fit_residual(values: torch.Tensor) -> torch.Tensor:
     """Per row, the largest distance of the samples from their quadratic fit (non-finite: 0)."""
     safe = torch.where(torch.isfinite(values), values, torch.zeros_like(values))
-    return (safe - _FIT @ safe).abs().amax(dim=0)
+    # Written as weighted sums rather than `_FIT @ safe`: a [5, 5] @ [5, rows] product goes to
+    # BLAS, whose threads cost ~40 ms a call when the cores are busy (pytest -n 2, a worker
+    # pool); these are elementwise and take microseconds.
+    residual = torch.zeros(safe.shape[1:], dtype=safe.dtype)
+    weights = _FIT.tolist()
+    for row, sample in zip(weights, safe, strict=True):
+        fitted = sum((weight * other for weight, other in zip(row, safe, strict=True)))
+        residual = torch.maximum(residual, (sample - fitted).abs())
+    return residual
 
 
 def rough_rows(values: torch.Tensor, eps: float, tolerance: torch.Tensor) -> torch.Tensor:
