@@ -352,32 +352,10 @@ def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any])
     """backward's own return where it can be called directly, so that autograd reshapes nothing."""
     import torch
 
+    from gradverify.checks.graph import backward_return
+
     ones = [torch.ones_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
-    differentiable = [o for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad]
-    nodes = {o.grad_fn for o in differentiable}
-    function: Any = target.obj
-    if target.is_function and len(nodes) == 1:
-        node = nodes.pop()
-        owner: Any = getattr(type(node), "_forward_cls", None)
-        if owner is function:
-            with torch.no_grad():  # node is the ctx that forward saw
-                raw = function.backward(node, *ones)
-            return raw if isinstance(raw, tuple) else (raw,)
-    leaves = [
-        (index, a)
-        for index, a in enumerate(arguments)
-        if isinstance(a, torch.Tensor) and a.requires_grad
-    ]
-    pairs = [
-        (o, g)
-        for o, g in zip(outputs, ones, strict=True)
-        if isinstance(o, torch.Tensor) and o.requires_grad
-    ]
-    grads = torch.autograd.grad(
-        [o for o, _ in pairs], [a for _, a in leaves], [g for _, g in pairs], allow_unused=True
-    )
-    by_index = {index: grad for (index, _), grad in zip(leaves, grads, strict=True)}
-    return tuple(by_index.get(index) for index in range(len(arguments)))
+    return backward_return(target, outputs, arguments, ones)
 
 
 def _first_line(error: Exception) -> str:

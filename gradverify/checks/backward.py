@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.graph import backward_return
 from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.checks.stochastic import run_to_run_spread
 from gradverify.inputs import fresh_copies
@@ -90,43 +91,8 @@ def _run_backward(
     grad_outputs: Sequence[Any],
 ) -> Gradients:
     """backward's raw return, called directly where possible so that autograd casts nothing."""
-    node = _function_node(context, outputs)
-    if node is not None:
-        with torch.no_grad(), user_code("backward"):
-            raw = context.target.obj.backward(node, *grad_outputs)
-        return raw if isinstance(raw, tuple) else (raw,)
-    # A plain callable: ask autograd, which gives one gradient per differentiable argument.
-    differentiable = [
-        index
-        for index, a in enumerate(arguments)
-        if isinstance(a, torch.Tensor) and a.requires_grad
-    ]
-    pairs = [
-        (o, g)
-        for o, g in zip(outputs, grad_outputs, strict=True)
-        if isinstance(o, torch.Tensor) and o.requires_grad
-    ]
     with user_code("backward"):
-        grads = torch.autograd.grad(
-            [o for o, _ in pairs],
-            [arguments[i] for i in differentiable],
-            [g for _, g in pairs],
-            retain_graph=True,
-            allow_unused=True,
-        )
-    by_index = dict(zip(differentiable, grads, strict=True))
-    return tuple(by_index.get(index) for index in range(len(arguments)))
-
-
-def _function_node(context: CaseContext, outputs: Sequence[Any]) -> Any:
-    """The graph node of the user's Function (it is the `ctx` forward saw), if there is one."""
-    if not context.target.is_function:
-        return None
-    for _, output in differentiable_outputs(outputs):
-        node = output.grad_fn
-        if node is not None and getattr(type(node), "_forward_cls", None) is context.target.obj:
-            return node
-    return None
+        return backward_return(context.target, outputs, arguments, grad_outputs)
 
 
 def _partial_use_crash(

@@ -16,6 +16,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
 from gradverify.checks.compare import compare
+from gradverify.checks.graph import backward_return, function_node
 from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
@@ -195,27 +196,17 @@ def _raw_backward(
 ) -> tuple[Any, ...]:
     """What the Function's backward itself returns, before autograd reshapes or casts it;
     () for a plain callable, whose gradients autograd computes."""
-    outputs = differentiable_outputs(produced)
-    node = next(
-        (
-            o.grad_fn
-            for _, o in outputs
-            if o.grad_fn is not None
-            and getattr(type(o.grad_fn), "_forward_cls", None) is context.target.obj
-        ),
-        None,
-    )
-    if not context.target.is_function or node is None:
+    if function_node(context.target, produced) is None:
         return ()
     # backward receives one grad_output per output of forward: zeros for the others.
+    outputs = differentiable_outputs(produced)
     given = dict(zip((position for position, _ in outputs), grad_outputs, strict=True))
     every = [
         given.get(position, torch.zeros_like(output) if isinstance(output, torch.Tensor) else None)
         for position, output in enumerate(produced)
     ]
-    with torch.no_grad(), user_code("backward"):
-        raw = context.target.obj.backward(node, *every)
-    return raw if isinstance(raw, tuple) else (raw,)
+    with user_code("backward"):
+        return backward_return(context.target, produced, (), every)
 
 
 def _sums_back(grad: torch.Size, shape: torch.Size) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import torch
 
-from gradverify.checks.backward import _function_node, _grad_outputs, _run_backward
+from gradverify.checks.backward import _grad_outputs, _run_backward
 from gradverify.checks.base import (
     CaseContext,
     UserCodeError,
@@ -21,6 +21,7 @@ from gradverify.checks.base import (
     crash_result,
     user_code,
 )
+from gradverify.checks.graph import function_node
 from gradverify.checks.jacobian import unravel
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
@@ -135,7 +136,7 @@ class LayoutsCheck:
     def _wasted_gradient(self, context: CaseContext, variant: Variant, run: Run) -> int | None:
         """The argument's index when backward returns a gradient that ctx.needs_input_grad
         says is not needed, else None."""
-        node = _function_node(context, run.outputs)
+        node = function_node(context.target, run.outputs)
         if node is None or len(run.outputs) != len(run.grad_outputs):
             return None
         index = variant.input_index

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward
+from gradverify.checks.graph import function_node
 from gradverify.inputs import fresh_copies
 
 # Attributes torch itself keeps on a graph node's __dict__ (holding tensors by design).
@@ -43,7 +44,7 @@ def run_forward(context: CaseContext) -> ForwardRun:
         if save_for_backward_crash(error):
             return ForwardRun({}, error)
         return ForwardRun({}, error, f"GV101 not checked: {error}")
-    node = _graph_node(context, outputs)
+    node = function_node(context.target, outputs)
     if node is None:
         return ForwardRun(
             {},
@@ -61,15 +62,6 @@ def run_forward(context: CaseContext) -> ForwardRun:
         if problem is not None:
             attributes[name] = f"{described}, {problem}"
     return ForwardRun(attributes)
-
-
-def _graph_node(context: CaseContext, outputs: tuple[Any, ...]) -> Any:
-    """The Function's node in the graph: it is the very ctx forward (or setup_context) saw."""
-    for output in outputs:
-        node = output.grad_fn if isinstance(output, torch.Tensor) else None
-        if node is not None and getattr(type(node), "_forward_cls", None) is context.target.obj:
-            return node
-    return None
 
 
 def _describe_tensors(value: Any) -> str | None:
