@@ -40,7 +40,7 @@ def dirty_arguments(function_class: Any, new_style: bool) -> DirtyArguments:
     ctx = parameters[0]
     if new_style:
         inputs = parameters[1] if len(parameters) > 1 else None
-        named = _unpacked_inputs(method, inputs)
+        named = input_bindings(method, inputs)
     else:
         inputs, named = None, {name: index for index, name in enumerate(parameters[1:])}
     positions: set[int] = set()
@@ -78,8 +78,9 @@ def _mark_dirty_calls(method: ast.FunctionDef, ctx: str) -> list[ast.Call]:
     ]
 
 
-def _unpacked_inputs(method: ast.FunctionDef, inputs: str | None) -> dict[str, int]:
-    """Names setup_context binds to forward's arguments: `x, y = inputs`, `x = inputs[0]`."""
+def input_bindings(method: ast.AST, inputs: str | None) -> dict[str, int]:
+    """Names setup_context binds to forward's arguments: `x, y = inputs`, `x = inputs[0]`
+    (`inputs`: the name of setup_context's inputs parameter). Shared with `lint`."""
     named: dict[str, int] = {}
     for node in ast.walk(method):
         if not isinstance(node, ast.Assign):
@@ -92,7 +93,7 @@ def _unpacked_inputs(method: ast.FunctionDef, inputs: str | None) -> dict[str, i
                     if isinstance(element, ast.Name):
                         named[element.id] = position
             elif isinstance(target, ast.Name):
-                index = _subscript(node.value, inputs)
+                index = input_subscript(node.value, inputs)
                 if index is not None:
                     named[target.id] = index
     return named
@@ -101,10 +102,10 @@ def _unpacked_inputs(method: ast.FunctionDef, inputs: str | None) -> dict[str, i
 def _position(node: ast.expr, named: dict[str, int], inputs: str | None) -> int | None:
     if isinstance(node, ast.Name):
         return named.get(node.id)
-    return _subscript(node, inputs)
+    return input_subscript(node, inputs)
 
 
-def _subscript(node: ast.expr, inputs: str | None) -> int | None:
+def input_subscript(node: ast.expr, inputs: str | None) -> int | None:
     """`inputs[i]`: forward's argument i."""
     if (
         isinstance(node, ast.Subscript)

@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gradverify.dirty import input_bindings, input_subscript
+
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 SAVED_CONTAINERS = frozenset({"saved_tensors", "saved_variables"})
 SNIPPET_LENGTH = 60
@@ -335,21 +337,7 @@ def forward_inputs(forward: Method) -> dict[str, int]:
 def setup_context_inputs(setup_context: Method) -> dict[str, int]:
     """Names setup_context binds, once, to forward's arguments: `x, alpha = inputs`, `x = inputs[0]`."""
     inputs = setup_context.parameters[1] if len(setup_context.parameters) > 1 else None
-    named: dict[str, int] = {}
-    for node in ast.walk(setup_context.node):
-        if not isinstance(node, ast.Assign):
-            continue
-        for target in node.targets:
-            if is_name(node.value, inputs) and isinstance(target, ast.Tuple | ast.List):
-                for position, element in enumerate(target.elts):
-                    if isinstance(element, ast.Starred):
-                        break
-                    if isinstance(element, ast.Name):
-                        named[element.id] = position
-            elif isinstance(target, ast.Name):
-                index = _input_index(node.value, inputs)
-                if index is not None:
-                    named[target.id] = index
+    named = input_bindings(setup_context.node, inputs)
     stores = _stores(setup_context)
     return {name: index for name, index in named.items() if stores[name] == 1}
 
@@ -383,15 +371,8 @@ def _saved_argument(
     position: int, node: ast.expr, named: dict[str, int], inputs: str | None
 ) -> SavedArgument:
     constant = isinstance(node, ast.Constant) and node.value is not None
-    index = named.get(node.id) if isinstance(node, ast.Name) else _input_index(node, inputs)
+    index = named.get(node.id) if isinstance(node, ast.Name) else input_subscript(node, inputs)
     return SavedArgument(position, snippet(node), constant, index)
-
-
-def _input_index(node: ast.expr, inputs: str | None) -> int | None:
-    """`inputs[i]` in setup_context: forward's argument i."""
-    if isinstance(node, ast.Subscript) and is_name(node.value, inputs):
-        return constant_int(node.slice)
-    return None
 
 
 def _stores(method: Method) -> Counter[str]:
