@@ -55,6 +55,13 @@ def test_the_evidence_is_shown(buggy_report, buggy_text):
     assert str(list(failure.element)) in buggy_text
 
 
+def test_a_scalar_arguments_element_is_said_in_words(buggy_report, buggy_text):
+    beta = next(r for r in buggy_report.results if r.failed and r.input_name == "beta")
+    assert beta.element == ()  # the data keeps the 0-d index
+    assert "argument 1 (beta) is wrong at its only element, output 0 element [1]" in buggy_text
+    assert "[]" not in buggy_text
+
+
 def test_cases_are_headed_by_target_case_and_spec_location(buggy_text):
     assert "gradverify.examples.buggy:SwishWrongBeta  case scalar_beta" in buggy_text
     assert re.search(r"buggy\.yaml:\d+", buggy_text)

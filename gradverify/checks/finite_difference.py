@@ -18,6 +18,7 @@ from gradverify.checks.diagnosis import diagnose
 from gradverify.checks.jacobian import (
     OutputLayout,
     analytical_jacobians,
+    element_words,
     forward_selection,
     numerical_jacobian,
     unravel,
@@ -246,7 +247,7 @@ def mismatch_failure(
             analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol, linearity,
             excused,
         )  # fmt: skip
-    where = f"element {list(element)}"
+    where = element_words(element)
     if len(blocks.layout.indices) > 1 or blocks.layout.rows != argument.numel():
         where += f", output {output_index} element {list(output_element)}"
     message = (

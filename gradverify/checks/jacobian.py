@@ -45,6 +45,11 @@ def _numel(shape: Sequence[int]) -> int:
     return size
 
 
+def element_words(element: Sequence[int]) -> str:
+    """`element [1, 0]`, or `its only element` for a 0-d tensor (whose index, [], says nothing)."""
+    return f"element {list(element)}" if len(element) else "its only element"
+
+
 def unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
     """The multi-index of element `flat` in a row-major tensor of `shape` (() for 0-d)."""
     index: list[int] = []

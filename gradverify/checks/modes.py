@@ -29,6 +29,7 @@ import torch
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward
 from gradverify.checks.jacobian import (
     differentiable_outputs,
+    element_words,
     forward_selection,
     unravel,
 )
@@ -155,7 +156,7 @@ def randomized_failure(
     argument = problem.values[index]
     output_index, output_element = problem.layout.locate(worst.row)
     element = unravel(worst.column, argument.shape)
-    where = f"element {list(element)}"
+    where = element_words(element)
     elementwise = problem.layout.shapes == (tuple(argument.shape),) and worst.row == worst.column
     if not elementwise:  # the output element is not the argument's own
         where += f", output {output_index} element {list(output_element)}"

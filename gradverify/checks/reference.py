@@ -30,7 +30,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result, user_code
 from gradverify.checks.diagnosis import diagnose
-from gradverify.checks.jacobian import differentiable_outputs
+from gradverify.checks.jacobian import differentiable_outputs, element_words
 from gradverify.checks.low_precision import (
     Finding,
     budget_finding,
@@ -317,7 +317,7 @@ def _failure(
     forward_differs: bool,
     notes: tuple[str, ...],
 ) -> Result:
-    where = f"element {list(finding.element)}"
+    where = element_words(finding.element)
     if dtype != torch.float64:
         message = (
             f"{item.label} is less accurate in {dtype_name(dtype)} than the reference allows, "

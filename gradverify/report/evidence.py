@@ -20,7 +20,7 @@ def evidence(result: Result) -> Iterator[tuple[str, str]]:
         yield "argument", argument(result)
     if result.output_index is not None:
         yield "output", str(result.output_index)
-    if result.element is not None:
+    if result.element:  # a 0-d argument's index, [], says nothing
         yield "element", str(list(result.element))
     analytical, numerical = result.value_labels or ("analytical", "numerical")
     if result.analytical is not None:
