@@ -39,6 +39,8 @@ class Target:
     once_differentiable: bool = False  # backward wrapped in @once_differentiable
     # Arguments forward writes into (ctx.mark_dirty); `call` passes clones of them.
     dirty: DirtyArguments = field(default_factory=DirtyArguments)
+    # A torch.library custom op: its qualified name ("mylib::mysin"); None for anything else.
+    op_name: str | None = None
 
     def argument_name(self, index: int) -> str | None:
         """forward's name for positional argument `index` (literals counted)."""

@@ -24,6 +24,9 @@ REGISTRY: dict[str, str] = {
     "reference": "gradverify.checks.reference:ReferenceCheck",
     "jvp": "gradverify.checks.jvp:JvpCheck",
     "vmap": "gradverify.checks.vmap:VmapCheck",
+    "func": "gradverify.checks.func:FuncCheck",
+    "opcheck": "gradverify.checks.opcheck:OpcheckCheck",
+    "compile": "gradverify.checks.compile:CompileCheck",
 }
 
 

@@ -46,6 +46,9 @@ SUMMARIES: dict[str, str] = {
     "vmap": (
         "torch.vmap over a batch of 3 gives the outputs and gradients of a loop over the same inputs"
     ),
+    "func": "PLACEHOLDER func",
+    "opcheck": "PLACEHOLDER opcheck",
+    "compile": "PLACEHOLDER compile",
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -197,6 +200,12 @@ Common failures and fixes:
     dimensions (out_dims) matching where the batch dimension ends up.
   - with generate_vmap_rule, forward must be written with the new-style signature
     (forward without ctx, plus setup_context) and only torch operations.""",
+    "func": """\
+PLACEHOLDER func""",
+    "opcheck": """\
+PLACEHOLDER opcheck""",
+    "compile": """\
+PLACEHOLDER compile""",
 }
 
 # Topics that are not checks: name -> (one-line summary, explanation).

@@ -30,6 +30,9 @@ CheckId = Literal[
     "reference",
     "jvp",
     "vmap",
+    "func",
+    "opcheck",
+    "compile",
 ]
 # Every check id, in the order checks run.
 CHECK_IDS: tuple[CheckId, ...] = typing.get_args(CheckId)

@@ -1,0 +1,18 @@
+"""`func`: PLACEHOLDER — being built for issue 10; replace this whole module."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from gradverify.checks.base import CaseContext
+from gradverify.results import Result, Status
+
+
+class FuncCheck:
+    """PLACEHOLDER."""
+
+    id: ClassVar[str] = "func"
+    description: ClassVar[str] = "PLACEHOLDER func"
+
+    def run(self, context: CaseContext) -> list[Result]:
+        return [context.result(self.id, Status.SKIP, "not built yet", applies=False)]
