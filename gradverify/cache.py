@@ -22,6 +22,7 @@ from typing import Any
 
 from gradverify._version import __version__
 from gradverify.results import Result, Status
+from gradverify.spec.targets import module_of
 from gradverify.tasks import Task
 
 FORMAT = "v1"
@@ -122,8 +123,8 @@ def target_source_files(target: str, project: Path) -> list[Path]:
     """`source_files`, or for a module installed outside the project, the files of its own
     package found on sys.path (its imports of other packages are not followed)."""
     files = source_files(target, project)
-    module = target.rsplit(":", 1)[0]
-    if files or module.endswith(".py") or "/" in module:
+    module = module_of(target)
+    if files or module is None or module.endswith(".py") or "/" in module:
         return files
     top = module.split(".")[0]
     for entry in sys.path:
@@ -164,8 +165,11 @@ def _result(item: dict[str, Any]) -> Result:
 
 def source_files(target: str, project: Path, within: str | None = None) -> list[Path]:
     """The target's module file and every project file it imports, transitively (sorted);
-    with `within`, only the files of that top-level package."""
-    module_part = target.rsplit(":", 1)[0]
+    with `within`, only the files of that top-level package; none for an op given as
+    `op:ns::name`: no module of the project is named as registering it."""
+    module_part = module_of(target)
+    if module_part is None:
+        return []
     if module_part.endswith(".py") or "/" in module_part:
         start = (project / module_part).resolve()
         first = [start] if start.is_file() else []

@@ -17,6 +17,7 @@ from gradverify.cache import source_files
 from gradverify.errors import UsageError
 from gradverify.spec.discover import SPEC_SUFFIXES, spec_files
 from gradverify.spec.load import SpecEntry, load_spec_file
+from gradverify.spec.targets import module_of
 
 
 @dataclass(frozen=True)
@@ -150,4 +151,5 @@ def _modules_of(entry: SpecEntry) -> list[str]:
     """The modules (or files) of the entry's target and helper callables."""
     spec = entry.spec
     paths = (spec.target, spec.reference, spec.expected_gradient)
-    return [path.rsplit(":", 1)[0] for path in paths if path is not None]
+    modules = [module_of(path) for path in paths if path is not None]
+    return [module for module in modules if module is not None]  # `op:ns::name`: none

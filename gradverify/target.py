@@ -1,4 +1,5 @@
-"""Load a target given as `module.path:Attr` or `path/to/file.py:Attr`."""
+"""Load a target given as `module.path:Attr`, `path/to/file.py:Attr` or a custom op
+(gradverify.spec.targets lists the forms)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 from gradverify.dirty import DirtyArguments, dirty_arguments
 from gradverify.errors import TargetError
 from gradverify.spec.suggest import did_you_mean
+from gradverify.spec.targets import FORMS, parse_target
 
 _OUR_DIR = str(Path(__file__).resolve().parent)
 _IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
@@ -41,6 +43,8 @@ class Target:
     dirty: DirtyArguments = field(default_factory=DirtyArguments)
     # A torch.library custom op: its qualified name ("mylib::mysin"); None for anything else.
     op_name: str | None = None
+    # An op's argument types as its schema writes them ("Tensor", "float", "int[]", "Tensor?").
+    schema_types: dict[str, str] = field(default_factory=dict)
 
     def argument_name(self, index: int) -> str | None:
         """forward's name for positional argument `index` (literals counted)."""
@@ -56,20 +60,26 @@ class Target:
 
 
 def load_target(spec: str) -> Target:
-    """Import the target's module and resolve its attribute; TargetError on any failure."""
-    if ":" not in spec:
-        raise TargetError(spec, "expected `package.module:Attr` or `path/to/file.py:Attr`")
-    module_part, attr_path = spec.rsplit(":", 1)
-    if not module_part or not attr_path:
-        raise TargetError(spec, "expected `package.module:Attr` or `path/to/file.py:Attr`")
-    _make_cwd_importable()
-    module = _import(spec, module_part)
-    obj = _resolve(spec, module, attr_path)
-    return _describe(spec, obj)
+    """Import the target's module and resolve its attribute, or look its op up (the forms
+    of gradverify.spec.targets); TargetError on any failure."""
+    form = parse_target(spec)
+    if form is None:
+        raise TargetError(spec, f"expected {FORMS}")
+    module = None
+    if form.module is not None:
+        _make_cwd_importable()
+        module = _import(spec, form.module)
+    if form.op is not None:
+        return describe_op(spec, find_op(spec, form.op, module))
+    assert module is not None and form.attribute is not None
+    return _describe(spec, _resolve(spec, module, form.attribute))
 
 
 def target_of(obj: Any, name: str | None = None) -> Target:
-    """A Target for an object already in hand (the Python API); named `module:qualname` unless `name`."""
+    """A Target for an object already in hand (the Python API); named `module:qualname`
+    (an op `module:ns::name`) unless `name`."""
+    if op_parts(obj) is not None:
+        return describe_op(name or op_spec(obj), obj)
     if name is None:
         module = getattr(obj, "__module__", None) or "<unknown>"
         qualname = getattr(obj, "__qualname__", None) or type(obj).__qualname__
@@ -159,6 +169,9 @@ def _resolve(spec: str, module: ModuleType, attr_path: str) -> Any:
 def _describe(spec: str, obj: Any) -> Target:
     import torch
 
+    if op_parts(obj) is not None:  # `module:mysin`, a CustomOpDef or torch.ops.ns.name
+        return describe_op(spec, obj)
+
     is_function = isinstance(obj, type) and issubclass(obj, torch.autograd.Function)
     if is_function:
         forward = obj.forward
@@ -242,3 +255,113 @@ def _source_of(obj: Any) -> tuple[str | None, int | None]:
     except (TypeError, OSError):
         return None, None
     return file, line
+
+
+# --- ops ----------------------------------------------------------------------------------
+
+# Schema types as the schema's text writes them; SymInt is an int to a caller.
+_SCHEMA_TYPES = {
+    "TensorType": "Tensor", "FloatType": "float", "IntType": "int", "SymIntType": "int",
+    "BoolType": "bool", "StringType": "str", "NumberType": "Scalar", "SymFloatType": "float",
+}  # fmt: skip
+
+
+def find_op(spec: str, qualified: str, module: ModuleType | None) -> Any:
+    """The op `ns::name[.overload]` as torch.ops holds it, once `module` (if any) registered it."""
+    import torch
+
+    name, _, overload = qualified.partition(".")
+    namespace, _, op = name.partition("::")
+    try:
+        found = getattr(getattr(torch.ops, namespace), op)
+        return getattr(found, overload) if overload else found
+    except (AttributeError, RuntimeError):
+        pass
+    known = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith(f"{namespace}::")]
+    if module is not None:
+        problem = f"importing {module.__name__!r} registered no op {name!r}"
+    else:
+        problem = (
+            f"no op {name!r} is registered: name the module that defines it, "
+            f"`package.module:{name}`, so that importing it registers the op"
+        )
+    if overload and name in known:
+        problem = f"op {name!r} has no overload {overload!r}"
+    raise TargetError(spec, problem + did_you_mean(name, known))
+
+
+def op_parts(obj: Any) -> tuple[Any, Any] | None:
+    """(the op's CustomOpDef or None, the op as torch.ops holds it) for an op object: a
+    CustomOpDef, an OpOverloadPacket or an OpOverload; None for anything else."""
+    import torch
+    from torch._library.custom_ops import OPDEFS, CustomOpDef
+
+    if isinstance(obj, CustomOpDef):
+        return obj, obj._opoverload
+    if isinstance(obj, torch._ops.OpOverloadPacket):
+        return OPDEFS.get(obj._qualified_op_name), obj
+    if isinstance(obj, torch._ops.OpOverload):
+        return OPDEFS.get(obj._schema.name), obj
+    return None
+
+
+def op_spec(obj: Any) -> str:
+    """How a spec names the op object `obj`: `module:ns::name` after the module whose function
+    defines it (importing which registers it), else `op:ns::name`."""
+    parts = op_parts(obj)
+    assert parts is not None
+    definition, op = parts
+    name = _qualified_name(op)
+    module = getattr(getattr(definition, "_init_fn", None), "__module__", None)
+    return f"{module or 'op'}:{name}"
+
+
+def describe_op(spec: str, obj: Any) -> Target:
+    """A Target for an op: the schema's argument names, defaults and types; the registered
+    backward's source (or, with none registered, the op's own function)."""
+    parts = op_parts(obj)
+    assert parts is not None
+    definition, op = parts
+    overload = _overload(spec, op)
+    arguments = [a for a in overload._schema.arguments if not a.kwarg_only]
+    parameters = tuple(a.name for a in arguments)
+    defaults = {a.name: a.default_value for a in arguments if a.has_default_value()}
+    types = {a.name: _schema_type(a.type) for a in arguments}
+    source = None
+    if definition is not None:
+        source = definition._backward_fn or definition._init_fn
+    source_file, backward_line = _source_of(inspect.unwrap(source)) if source else (None, None)
+    return Target(
+        spec, definition or overload, overload, parameters, defaults, None, False, source_file,
+        backward_line, op_name=_qualified_name(op), schema_types=types,
+    )  # fmt: skip
+
+
+def _qualified_name(op: Any) -> str:
+    """ "ns::name", without the overload."""
+    name = getattr(op, "_qualified_op_name", None)  # a packet's
+    return str(name) if name is not None else str(op._schema.name)
+
+
+def _overload(spec: str, op: Any) -> Any:
+    """The OpOverload to call: `op` itself, or a packet's `default` (or only) overload."""
+    import torch
+
+    if not isinstance(op, torch._ops.OpOverloadPacket):
+        return op
+    names = op.overloads()
+    if "default" in names or len(names) == 1:
+        return getattr(op, "default" if "default" in names else names[0])
+    written = ", ".join(f"`{op._qualified_op_name}.{name}`" for name in names)
+    raise TargetError(
+        spec, f"op {op._qualified_op_name!r} has several overloads: name one of {written}"
+    )
+
+
+def _schema_type(jit_type: Any) -> str:
+    kind = jit_type.kind()
+    if kind == "OptionalType":
+        return _schema_type(jit_type.getElementType()) + "?"
+    if kind == "ListType":
+        return _schema_type(jit_type.getElementType()) + "[]"
+    return _SCHEMA_TYPES.get(kind, str(jit_type))

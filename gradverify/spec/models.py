@@ -18,6 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from gradverify.spec.targets import form_problem
+
 CheckId = Literal[
     "lint",
     "forward",
@@ -237,7 +239,10 @@ class FunctionSpec(_Strict):
     @field_validator("target")
     @classmethod
     def _target_form(cls, target: str | None) -> str | None:
-        return _import_path(target, "target")
+        problem = form_problem(target) if target is not None else None
+        if problem is not None:  # the op forms too (gradverify.spec.targets)
+            raise ValueError(f"target {problem}")
+        return target
 
     @field_validator("expected_gradient")
     @classmethod
