@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gradverify.errors import GradverifyError, SpecIssue
 from gradverify.spec.load import SpecEntry
-from gradverify.spec.models import Tolerance
+from gradverify.spec.models import CHECK_IDS, CheckId, Tolerance
 from gradverify.spec.suggest import did_you_mean
 
 if sys.version_info >= (3, 11):
@@ -42,6 +42,7 @@ class Settings(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     jobs: int | None = Field(default=None, ge=0)
     format: str | None = None
+    extra_checks: list[CheckId] | None = None  # besides the default ones, e.g. ["compile"]
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ def load_config(start: Path | None = None, formats: Sequence[str] = ()) -> Confi
 
 
 def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntry]:
-    """Entries with the configured tolerance, mode and timeout where their spec sets none.
+    """Entries with the configured tolerance, mode, timeout and extra checks where their spec
+    sets none (a spec's `checks:` sets its checks).
 
     A spec's own `tolerance` keeps every key it writes; the others come from the config.
     """
@@ -149,6 +151,8 @@ def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntr
             update["mode"] = settings.mode
         if settings.timeout is not None and "timeout" not in written:
             update["timeout"] = settings.timeout
+        if settings.extra_checks and not written & {"checks", "extra_checks"}:
+            update["extra_checks"] = list(settings.extra_checks)
         updated.append(replace(entry, spec=spec.model_copy(update=update)) if update else entry)
     return updated
 
@@ -173,6 +177,8 @@ def _validation_issue(file: Path, text: str, error: Any) -> SpecIssue:
         message = (
             f"unknown key {key!r}{did_you_mean(key, valid)}; valid keys: {', '.join(sorted(valid))}"
         )
+    elif kind == "literal_error" and path[:1] == ("extra_checks",):
+        message = f"{error['msg']}{did_you_mean(str(error['input']), CHECK_IDS)}"
     else:
         message = str(error["msg"]).removeprefix("Value error, ")
     return _issue(file, text, path, message)

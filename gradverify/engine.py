@@ -69,6 +69,7 @@ def run_case(
     Also returns notes about the case's inputs (e.g. values drawn again away from kinks).
     """
     spec = job.entry.spec
+    checks = spec.checks_for(custom_op=job.target.op_name is not None)
     this_seed = case_seed(seed, case.name)
     context = CaseContext(
         target=job.target,
@@ -81,7 +82,7 @@ def run_case(
     )
     too_large = refusal(case, context.describe_argument)
     if too_large is not None:
-        return _told(observer, _case_fails(context, spec.selected_checks, too_large)), ()
+        return _told(observer, _case_fails(context, checks, too_large)), ()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(this_seed)  # randomness inside the user's code repeats run to run
         try:
@@ -89,16 +90,16 @@ def run_case(
             arguments = build_inputs(case, seed, spec.kinks, margin)
             arguments, notes = settle_inputs(job.target, case, arguments, spec, this_seed)
         except DeviceUnavailable as missing:
-            skipped = [context.result(c, Status.SKIP, str(missing)) for c in spec.selected_checks]
+            skipped = [context.result(c, Status.SKIP, str(missing)) for c in checks]
             return _told(observer, skipped), ()
         except (MemoryError, RuntimeError) as error:
             if not is_allocation_failure(error):
                 raise
             message = f"preparing the inputs ran out of memory: {out_of_memory(error)}"
-            return _told(observer, _case_fails(context, spec.selected_checks, message)), ()
+            return _told(observer, _case_fails(context, checks, message)), ()
         context = replace(context, arguments=arguments)
         results: list[Result] = []
-        for check_id in spec.selected_checks:
+        for check_id in checks:
             if observer is not None:
                 observer.check_started(check_id)
             started = time.perf_counter()

@@ -162,8 +162,9 @@ def _results_of(task: Task, outcome: Outcome) -> tuple[list[Result], tuple[str, 
 def _ended_results(task: Task, outcome: Outcome) -> list[Result]:
     """A fail for the check the process ended in, and a skip for each check never run."""
     spec = task.entry.spec
-    checks = spec.selected_checks
     ran = {result.check for result in outcome.results}
+    # The target was loaded in the worker: `compile` run or running says it is a custom op.
+    checks = spec.checks_for(custom_op="compile" in {*ran, outcome.check})
     current = (
         outcome.check
         if outcome.check in checks

@@ -1,18 +1,241 @@
-"""`compile`: PLACEHOLDER — being built for issue 10; replace this whole module."""
+"""`compile`: the target under torch.compile gives eager's outputs and gradients."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from gradverify.checks.base import CaseContext
+import torch
+
+from gradverify.checks import dynamo
+from gradverify.checks.backward import _grad_outputs
+from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.compare import compare
+from gradverify.checks.jacobian import differentiable_outputs, element_words, unravel
+from gradverify.inputs import fresh_copies
+from gradverify.memory import is_allocation_failure
 from gradverify.results import Result, Status
 
 
+@dataclass(frozen=True)
+class Run:
+    """One run of the target: its outputs and the gradient of every argument (None: none)."""
+
+    outputs: tuple[Any, ...]
+    gradients: tuple[torch.Tensor | None, ...]
+
+
 class CompileCheck:
-    """PLACEHOLDER."""
+    """Outputs and gradients under torch.compile(backend="aot_eager", fullgraph=True) against eager."""
 
     id: ClassVar[str] = "compile"
-    description: ClassVar[str] = "PLACEHOLDER compile"
+    description: ClassVar[str] = (
+        'under torch.compile(backend="aot_eager", fullgraph=True), outputs and gradients '
+        "equal eager's, with no graph break"
+    )
 
     def run(self, context: CaseContext) -> list[Result]:
-        return [context.result(self.id, Status.SKIP, "not built yet", applies=False)]
+        missing = dynamo.unavailable()
+        if missing is not None:
+            return [context.result(self.id, Status.SKIP, missing)]
+        try:
+            eager = _run(context, context.target.call, fresh_copies(context.arguments), None)
+        except UserCodeError as error:
+            return [crash_result(context, self.id, error)]
+        with dynamo.fresh_compile(context.target.call) as compiled:
+            try:
+                with dynamo.quiet():
+                    traced = _run(context, compiled.run, fresh_copies(context.arguments), eager)
+            except Exception as error:  # eager ran: what fails now is the compile
+                if is_allocation_failure(error):
+                    raise
+                return [self._broken(context, error)]
+            graphs = compiled.graphs
+        if graphs == 0:  # dynamo ran it eagerly after all: nothing was compared
+            return [context.result(self.id, Status.WARN, "torch.compile compiled no graph of it")]
+        problems = _differences(context, self.id, eager, traced)
+        return problems or [context.result(self.id, Status.PASS, _summary(eager, graphs))]
+
+    def _broken(self, context: CaseContext, error: Exception) -> Result:
+        """A graph break or an error while tracing: a warning, at the user's line."""
+        original = error.error if isinstance(error, UserCodeError) else error
+        found = dynamo.explain_break(context.target.call, fresh_copies(context.arguments), original)
+        where = f" at {found.file}:{found.line}" if found.file else ""
+        if found.graph_break:
+            message = f"graph break under torch.compile{where}: {found.reason}"
+        else:
+            message = f"torch.compile cannot trace it{where}: {found.reason}"
+        notes = (found.explanation,) if found.explanation else ()
+        return context.result(
+            self.id,
+            Status.WARN,
+            message,
+            hint=found.hint
+            or "the code still runs under torch.compile, in pieces and slower; "
+            "fullgraph=True and torch.export refuse it",
+            notes=notes,
+            source_file=found.file,
+            source_line=found.line,
+        )
+
+
+def _run(context: CaseContext, call: Any, arguments: tuple[Any, ...], eager: Run | None) -> Run:
+    """Outputs, then gradients for the seeded grad_outputs of the backward check.
+
+    `eager` given: the compiled run, which differentiates the outputs eager found
+    differentiable, so that both runs take the same grad_outputs.
+    """
+    outputs = call_forward(call, arguments)
+    wrt = [
+        (i, a) for i, a in enumerate(arguments) if isinstance(a, torch.Tensor) and a.requires_grad
+    ]
+    reference = eager.outputs if eager is not None else outputs
+    selected = [index for index, _ in differentiable_outputs(reference)]
+    gradients: list[torch.Tensor | None] = [None] * len(arguments)
+    if wrt and selected:
+        grad_outputs = _grad_outputs(reference, context.generator(salt=1))
+        with user_code("backward"):
+            found = torch.autograd.grad(
+                [outputs[i] for i in selected],
+                [a for _, a in wrt],
+                [grad_outputs[i] for i in selected],
+                allow_unused=True,
+            )
+        for (index, _), gradient in zip(wrt, found, strict=True):
+            gradients[index] = gradient
+    return Run(outputs, tuple(gradients))
+
+
+def _differences(context: CaseContext, check: str, eager: Run, traced: Run) -> list[Result]:
+    problems = []
+    if len(traced.outputs) != len(eager.outputs):
+        message = (
+            f"under torch.compile forward returns {len(traced.outputs)} output(s), "
+            f"eagerly {len(eager.outputs)}"
+        )
+        return [context.result(check, Status.FAIL, message)]
+    for index, (compiled, reference) in enumerate(zip(traced.outputs, eager.outputs, strict=True)):
+        problem = _differs(compiled, reference, context)
+        if problem is not None:
+            problems.append(
+                _finding(context, check, problem, f"output {index}", output_index=index)
+            )
+    for index, (compiled, reference) in enumerate(
+        zip(traced.gradients, eager.gradients, strict=True)
+    ):
+        if compiled is None and reference is None:
+            continue
+        compiled_value = _or_zeros(compiled, reference)
+        reference_value = _or_zeros(reference, compiled)
+        problem = _differs(compiled_value, reference_value, context)
+        if problem is not None:
+            what = f"the gradient of {context.describe_argument(index)}"
+            problems.append(_finding(context, check, problem, what, input_index=index))
+    return problems
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Where a compiled value is not eager's: a structural difference, or the worst element."""
+
+    structure: str | None = None  # "has shape [3], eagerly [3, 1]"
+    element: tuple[int, ...] | None = None
+    compiled: float | None = None
+    eager: float | None = None
+    mismatched: int = 0
+    total: int = 0
+    max_abs_error: float | None = None
+
+
+def _differs(compiled: Any, eager: Any, context: CaseContext) -> Difference | None:
+    if not isinstance(eager, torch.Tensor) or not isinstance(compiled, torch.Tensor):
+        if isinstance(eager, torch.Tensor) or isinstance(compiled, torch.Tensor):
+            return Difference(
+                structure=f"is a {type(compiled).__name__}, eagerly a {type(eager).__name__}"
+            )
+        return (
+            None
+            if _same_literal(compiled, eager)
+            else Difference(structure=f"is {compiled!r}, eagerly {eager!r}")
+        )
+    if compiled.shape != eager.shape:
+        return Difference(
+            structure=f"has shape {list(compiled.shape)}, eagerly {list(eager.shape)}"
+        )
+    if compiled.dtype != eager.dtype:
+        return Difference(structure=f"is {_dtype(compiled.dtype)}, eagerly {_dtype(eager.dtype)}")
+    if not (compiled.is_floating_point() or compiled.is_complex()):
+        compiled, eager = compiled.to(torch.float64), eager.to(torch.float64)
+    tolerance = context.tolerance
+    found = compare(
+        compiled.detach().reshape(1, -1),
+        eager.detach().reshape(1, -1),
+        tolerance.atol,
+        tolerance.rtol,
+    )
+    if found.ok:
+        return None
+    return Difference(
+        element=unravel(found.column, eager.shape),
+        compiled=found.analytical,
+        eager=found.numerical,
+        mismatched=found.mismatched,
+        total=found.total,
+        max_abs_error=found.max_abs_error,
+    )
+
+
+def _finding(
+    context: CaseContext, check: str, problem: Difference, what: str, **where: Any
+) -> Result:
+    if problem.structure is not None:
+        return context.result(
+            check, Status.FAIL, f"under torch.compile {what} {problem.structure}", **where
+        )
+    assert problem.element is not None
+    message = (
+        f"under torch.compile {what} differs from eager at {element_words(problem.element)}: "
+        f"compiled {problem.compiled:.6g}, eager {problem.eager:.6g}"
+        f" ({problem.mismatched} of {problem.total} element(s) differ)"
+    )
+    return context.result(
+        check,
+        Status.FAIL,
+        message,
+        element=problem.element,
+        analytical=problem.compiled,
+        numerical=problem.eager,
+        value_labels=("compiled", "eager"),
+        max_abs_error=problem.max_abs_error,
+        mismatched=problem.mismatched,
+        total=problem.total,
+        hint="code that behaves differently when traced: Python-side state, data-dependent "
+        "branches or values read once at trace time (a global, an attribute, .item())",
+        **where,
+    )
+
+
+def _or_zeros(gradient: torch.Tensor | None, other: torch.Tensor | None) -> Any:
+    """A missing gradient is a zero one, as autograd treats it."""
+    if gradient is None and isinstance(other, torch.Tensor):
+        return torch.zeros_like(other)
+    return gradient
+
+
+def _same_literal(compiled: Any, eager: Any) -> bool:
+    try:
+        return bool(compiled == eager)
+    except Exception:  # values that cannot be compared are not judged
+        return True
+
+
+def _summary(eager: Run, graphs: int) -> str:
+    gradients = sum(1 for g in eager.gradients if g is not None)
+    return (
+        f"{len(eager.outputs)} output(s) and {gradients} gradient(s) equal eager's "
+        f"({graphs} graph(s), {dynamo.BACKEND}, fullgraph)"
+    )
+
+
+def _dtype(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")

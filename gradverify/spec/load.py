@@ -159,7 +159,7 @@ def _message(model: type[BaseModel], error: Any, path: KeyPath) -> str:
     if kind == "missing":
         return f"missing required key {path[-1]!r}"
     if kind == "literal_error" and isinstance(error.get("input"), str):
-        choices = CHECK_IDS if "checks" in path else ()
+        choices = CHECK_IDS if {"checks", "extra_checks"} & set(path) else ()
         return f"{error['msg']}{did_you_mean(error['input'], choices)}"
     message = str(error["msg"])
     return message.removeprefix("Value error, ")

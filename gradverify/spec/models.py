@@ -43,6 +43,10 @@ CONFIGURED_CHECKS: dict[str, str] = {
     "reference": "reference",
     "expected_gradient": "expected_gradient",
 }
+# Checks that run only when asked for (`checks:`, `extra_checks:`, or `extra_checks` in
+# [tool.gradverify]): each would add more than a fifth to a default run (docs/benchmarks.md).
+# `compile` runs by default for custom-op targets all the same, which exist for torch.compile.
+OPT_IN_CHECKS: frozenset[str] = frozenset({"compile"})
 GradientMode = Literal["exact", "surrogate", "approximate"]
 
 # torch dtype names (and their aliases) accepted in a spec, checked without importing torch.
@@ -232,6 +236,7 @@ class FunctionSpec(_Strict):
     mode: Literal["full", "randomized", "auto"] = "auto"  # full Jacobians, or random projections
     timeout: float = Field(default=120.0, gt=0)  # seconds per case, in a worker process
     checks: list[CheckId] | None = Field(default=None, min_length=1)
+    extra_checks: list[CheckId] = Field(default_factory=list)  # run besides the default ones
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
     seed: int = 0
     cases: list[Case] = Field(min_length=1)
@@ -263,19 +268,34 @@ class FunctionSpec(_Strict):
         if self.samples is not None and self.gradient != "approximate":
             raise ValueError("`samples` belongs to `gradient: approximate`")
         for check, key in CONFIGURED_CHECKS.items():
-            if self.checks and check in self.checks and getattr(self, key) is None:
+            asked = check in (self.checks or ()) or check in self.extra_checks
+            if asked and getattr(self, key) is None:
                 raise ValueError(f"check `{check}` needs the key `{key}`")
+        if self.checks is not None and self.extra_checks:
+            raise ValueError(
+                "`extra_checks` adds to the default checks; with `checks:`, list them there"
+            )
         return self
 
     @property
     def selected_checks(self) -> list[CheckId]:
-        """The checks to run: those listed, or every check whose configuration is present."""
+        """The checks to run on a target that is not a custom op (`checks_for`)."""
+        return self.checks_for(custom_op=False)
+
+    def checks_for(self, custom_op: bool) -> list[CheckId]:
+        """The checks to run on a target: those listed; else the default ones (with `compile`
+        for a custom op) and `extra_checks`, each whose configuration is present."""
         if self.checks is not None:
             return [check for check in CHECK_IDS if check in self.checks]
+        wanted = {*self.extra_checks, *(("compile",) if custom_op else ())}
         return [
             check
             for check in CHECK_IDS
-            if check not in CONFIGURED_CHECKS or getattr(self, CONFIGURED_CHECKS[check]) is not None
+            if (check not in OPT_IN_CHECKS or check in wanted)
+            and (
+                check not in CONFIGURED_CHECKS
+                or getattr(self, CONFIGURED_CHECKS[check]) is not None
+            )
         ]
 
     @property
