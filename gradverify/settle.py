@@ -79,8 +79,10 @@ def _generated(item: Any, argument: Any) -> bool:
 
 def _evaluate(target: Target) -> Any:
     def evaluate(*values: Any) -> list[torch.Tensor]:
+        # A complex output is its (real, imaginary) pairs: a kink may be in either part.
         return [
-            o for o in call_forward(target.call, values)
+            torch.view_as_real(o.resolve_conj()) if o.is_complex() else o
+            for o in call_forward(target.call, values)
             if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())
         ]  # fmt: skip
 

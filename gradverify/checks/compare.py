@@ -32,17 +32,20 @@ def compare(
     atol: float,
     rtol: float,
     excused: torch.Tensor | None = None,
+    magnitude: torch.Tensor | None = None,
 ) -> Comparison:
     """Entry-wise |a - n| <= atol + rtol * |n|, as torch.autograd.gradcheck judges.
 
-    `excused` entries (e.g. explained by a kink) never count as off.
+    `excused` entries (e.g. explained by a kink) never count as off. `magnitude`, when given,
+    is the |n| that rtol scales (for the parts of a complex entry, its modulus).
     """
     analytical = analytical.to(torch.float64) if not analytical.is_complex() else analytical
     numerical = numerical.to(analytical.dtype)
     error = (analytical - numerical).abs()
     error = torch.where(torch.isnan(error), torch.full_like(error, float("inf")), error)
+    scale = numerical.abs() if magnitude is None else magnitude.to(error.dtype)
     # Written as "not within" so that a NaN on either side counts as off.
-    off = ~(error <= atol + rtol * numerical.abs())
+    off = ~(error <= atol + rtol * scale)
     if excused is not None:
         off = off & ~excused
     if error.numel() == 0:

@@ -33,13 +33,16 @@ def diagnose(
     rtol: float,
     linearity: Callable[[], bool | None] | None = None,
     excused: torch.Tensor | None = None,
+    pairs: bool = False,
 ) -> str | None:
     """A plain-words hint for a mismatching Jacobian block [rows, argument elements].
 
     `linearity`, when given, asks backward whether it is linear in grad_output (True, False,
     or None for unknown); it tells a wrong constant from a clipped gradient where the
     Jacobian alone cannot (see `checks/linearity.py`). `excused` entries (kinks with a valid
-    subgradient) are neither right nor wrong evidence.
+    subgradient) are neither right nor wrong evidence. `pairs`: complex values seen as
+    (real, imaginary) pairs (`complex_parts.py`), whose real Jacobian transposed is no
+    transposed matrix in backward (that would want `.mH`): no transposition hints then.
     """
     if not off.any() or analytical.is_complex() or numerical.is_complex():
         return None
@@ -71,12 +74,13 @@ def diagnose(
     scaled = _scaled(analytical, numerical, off, atol, rtol, linear)
     if scaled is not None:
         return scaled
-    if analytical.shape[0] == analytical.shape[1] and close(analytical, numerical.T):
+    square = analytical.shape[0] == analytical.shape[1]
+    if not pairs and square and close(analytical, numerical.T):
         return (
             "the Jacobian is transposed: likely backward multiplies by a matrix where it should "
             "use its transpose (e.g. `grad @ w` instead of `grad @ w.T`)"
         )
-    if _transposed_gradient(analytical, numerical, argument, close):
+    if not pairs and _transposed_gradient(analytical, numerical, argument, close):
         return (
             f"the gradient of {argument_name} is transposed: likely a matrix product in the wrong "
             "order (e.g. `x.T @ grad` where `grad.T @ x` belongs)"

@@ -14,6 +14,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result
 from gradverify.checks.compare import Comparison, compare
+from gradverify.checks.complex_parts import NO_PARTS, Parts, conjugation_hint, realify
 from gradverify.checks.diagnosis import diagnose
 from gradverify.checks.jacobian import (
     OutputLayout,
@@ -21,7 +22,6 @@ from gradverify.checks.jacobian import (
     element_words,
     forward_selection,
     numerical_jacobian,
-    unravel,
 )
 from gradverify.checks.kinks import Evaluate, Kink, excused_mask, find_kinks
 from gradverify.checks.linearity import backward_linearity
@@ -38,10 +38,6 @@ from gradverify.checks.stochastic import mean_jacobians, mean_note, samples_hint
 from gradverify.inputs import differentiable_indices, fresh_copies, promoted_arguments
 from gradverify.results import Result, Status
 
-COMPLEX_SKIP = (
-    "complex values: their Wirtinger derivatives are checked by `gradcheck`, not by real "
-    "central differences"
-)
 SURROGATE_SKIP = (
     "gradient: surrogate — backward is intentionally not the derivative, so values are not "
     "compared (give `expected_gradient` to compare backward with the intended gradient)"
@@ -59,6 +55,7 @@ class Blocks:
     evaluate: Evaluate  # the outputs the rows stand for, at given arguments
     # approximate: per argument, the largest standard deviation of a backward run's entry
     spread: dict[int, float] = field(default_factory=dict)
+    parts: Parts = NO_PARTS  # complex values seen as (real, imaginary) pairs (complex_parts.py)
 
 
 @dataclass(frozen=True)
@@ -93,26 +90,21 @@ class FiniteDifferenceCheck:
             return [context.result(self.id, Status.SKIP, SURROGATE_SKIP, applies=not checked)]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
-        complex_arguments = [i for i in wrt if arguments[i].is_complex()]
-        if complex_arguments:
-            return [
-                context.result(self.id, Status.SKIP, COMPLEX_SKIP, input_index=index)
-                for index in complex_arguments
-            ]
         mode, reason = resolve_mode(context, arguments)
+        # Complex values as (real, imaginary) pairs, checked as torch's gradcheck checks them.
+        real = realify(context, arguments, wrt)
+        context, arguments = real.context, real.arguments
         if mode == "randomized":
-            return randomized_run(context, self.id, arguments, wrt, (*notes, reason))
+            return randomized_run(context, self.id, arguments, wrt, (*notes, reason), real.parts)
         try:
             approximate = context.spec.gradient == "approximate"
-            blocks = jacobian_blocks(context, arguments, wrt, approximate=approximate)
+            blocks = jacobian_blocks(context, arguments, wrt, approximate, real.parts)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
         if blocks is None:
             return [
                 context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)
             ]
-        if any(block.is_complex() for block in blocks.numerical.values()):
-            return [context.result(self.id, Status.SKIP, COMPLEX_SKIP, notes=notes)]
         if context.spec.gradient == "approximate":
             return [measure(context, self.id, index, blocks, notes) for index in wrt]
         try:
@@ -127,14 +119,13 @@ def randomized_run(
     arguments: tuple[Any, ...],
     wrt: Sequence[int],
     notes: tuple[str, ...],
+    parts: Parts = NO_PARTS,
 ) -> list[Result]:
     """Randomized mode: random projections per argument, group testing on a discrepancy."""
     try:
-        problem = first_order_problem(context, arguments, wrt)
+        problem = first_order_problem(context, arguments, wrt, parts)
         if problem is None:
             return [context.result(check, Status.SKIP, "no output is differentiable", notes=notes)]
-        if problem.complex:
-            return [context.result(check, Status.SKIP, COMPLEX_SKIP, notes=notes)]
         localizer = Localizer(problem, context.generator)
         approximate = context.spec.gradient == "approximate"
         exams = [localizer.examine(index, search=not approximate) for index in wrt]
@@ -146,12 +137,17 @@ def randomized_run(
 
 
 def jacobian_blocks(
-    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int], approximate: bool = False
+    context: CaseContext,
+    arguments: Sequence[Any],
+    wrt: Sequence[int],
+    approximate: bool = False,
+    parts: Parts = NO_PARTS,
 ) -> Blocks | None:
     """Analytical and numerical Jacobians of every differentiable output w.r.t. each of `wrt`.
 
     `approximate`: the analytical ones are the mean of the spec's `samples` backward runs,
-    and how far runs differ is measured.
+    and how far runs differ is measured. With complex values, `context` and `arguments` are
+    `realify`'s, and `parts` names their pairs.
     """
     selection = forward_selection(context.target.call, arguments)
     if selection is None:
@@ -168,15 +164,17 @@ def jacobian_blocks(
         for index in wrt
     }
     return Blocks(
-        tuple(arguments), selection.layout, analytical, numerical, selection.evaluate, spread
-    )
+        tuple(arguments), selection.layout, analytical, numerical, selection.evaluate, spread,
+        parts,
+    )  # fmt: skip
 
 
 def assess(context: CaseContext, index: int, blocks: Blocks) -> Assessment:
     """Compare one argument's blocks; mismatches at kinks with a valid subgradient are excused."""
     tol = context.tolerance
     analytical, numerical = blocks.analytical[index], blocks.numerical[index]
-    comparison = compare(analytical, numerical, tol.atol, tol.rtol)
+    magnitude = blocks.parts.magnitudes(numerical, index) if blocks.parts.any else None
+    comparison = compare(analytical, numerical, tol.atol, tol.rtol, magnitude=magnitude)
     if comparison.ok:
         return Assessment(comparison, ())
     found = find_kinks(
@@ -185,7 +183,7 @@ def assess(context: CaseContext, index: int, blocks: Blocks) -> Assessment:
     )  # fmt: skip
     if any(kink.admitted for kink in found.kinks):
         excused = excused_mask(found.kinks, analytical.shape)
-        comparison = compare(analytical, numerical, tol.atol, tol.rtol, excused)
+        comparison = compare(analytical, numerical, tol.atol, tol.rtol, excused, magnitude)
     return Assessment(comparison, found.kinks, found.noise)
 
 
@@ -225,43 +223,68 @@ def mismatch_failure(
     noise: Sequence[tuple[int, int]] = (),
 ) -> Result:
     """A failure naming the worst element, the values and the likely cause."""
-    argument = blocks.arguments[index]
+    argument, parts = blocks.arguments[index], blocks.parts
     analytical, numerical = blocks.analytical[index], blocks.numerical[index]
-    output_index, output_element = blocks.layout.locate(comparison.row)
-    element = unravel(comparison.column, argument.shape)
-    outside = {(k.row, k.column): k for k in kinks if not k.admitted}
-    remaining = comparison.off.nonzero().tolist()
+    output_index, output_element, row_part = parts.locate(blocks.layout, comparison.row)
+    element = parts.element(index, comparison.column, argument.shape)
+    name = context.target.argument_name(index) or f"argument {index}"
     hint = noise_hint(comparison, noise)  # lost precision first: noise can look like anything
-    if hint is None and remaining and all((row, column) in outside for row, column in remaining):
-        worst = outside[(comparison.row, comparison.column)]
-        hint = (
-            "wrong only at non-differentiable points: there any value between the one-sided "
-            f"slopes is a valid (sub)gradient, but {worst.describe()}"
-        )
-    elif hint is None:
-        name = context.target.argument_name(index) or f"argument {index}"
+    if hint is None:
+        hint = kink_hint(comparison, kinks)
+    if hint is None:
+        tol = context.tolerance
+        hint = conjugation_hint(
+            parts, blocks.layout, index, analytical, numerical, comparison.off, name,
+            tol.atol, tol.rtol,
+        )  # fmt: skip
+    if hint is None:
         tol = context.tolerance
         linearity = backward_linearity(context, blocks.arguments, index, analytical)
         excused = excused_mask([k for k in kinks if k.admitted], analytical.shape)
+        # A pair's values are no single variable to cut at, nor a matrix to transpose.
+        plain = None if index in parts.columns else argument
         hint = diagnose(
-            analytical, numerical, comparison.off, argument, name, tol.atol, tol.rtol, linearity,
-            excused,
+            analytical, numerical, comparison.off, plain, name, tol.atol, tol.rtol, linearity,
+            excused, pairs=parts.any,
         )  # fmt: skip
     where = element_words(element)
-    if len(blocks.layout.indices) > 1 or blocks.layout.rows != argument.numel():
+    user_shape = parts.shape(index, argument.shape)
+    if len(blocks.layout.indices) > 1 or parts.row_count(blocks.layout) != _numel(user_shape):
         where += f", output {output_index} element {list(output_element)}"
+    which = parts.entry_words(name, index, comparison.column, row_part, grad_output=True)
     message = (
-        f"gradient of {context.describe_argument(index)} is wrong at {where}: analytical "
-        f"{comparison.analytical:.6g}, numerical {comparison.numerical:.6g} "
-        f"({comparison.mismatched} of {comparison.total} entries off)"
+        f"gradient of {context.describe_argument(index)} is wrong at {where}"
+        f"{f': {which}' if which else ''}: analytical {comparison.analytical:.6g}, numerical "
+        f"{comparison.numerical:.6g} ({comparison.mismatched} of {comparison.total} entries off)"
     )
+    wrong = parts.element_mask(comparison.off, index)
     return context.result(
         check, Status.FAIL, message,
         output_index=output_index, element=element,
         analytical=comparison.analytical, numerical=comparison.numerical,
-        hint=hint, mismatch_map=full_jacobian_map(comparison.off, argument.shape),
+        hint=hint, mismatch_map=full_jacobian_map(wrong, user_shape),
         **_error_fields(index, comparison, notes),
     )  # fmt: skip
+
+
+def kink_hint(comparison: Comparison, kinks: Sequence[Kink]) -> str | None:
+    """The hint when every entry still off sits at a kink, outside its one-sided slopes."""
+    outside = {(k.row, k.column): k for k in kinks if not k.admitted}
+    remaining = comparison.off.nonzero().tolist()
+    if not remaining or not all((row, column) in outside for row, column in remaining):
+        return None
+    worst = outside[(comparison.row, comparison.column)]
+    return (
+        "wrong only at non-differentiable points: there any value between the one-sided "
+        f"slopes is a valid (sub)gradient, but {worst.describe()}"
+    )
+
+
+def _numel(shape: Sequence[int]) -> int:
+    size = 1
+    for extent in shape:
+        size *= extent
+    return size
 
 
 def noise_hint(
@@ -285,13 +308,15 @@ def kink_warning(
     notes: tuple[str, ...],
 ) -> Result:
     """`warn`: the only mismatches sit at kinks, and backward gives a valid subgradient there."""
-    first = kinks[0]
-    element = unravel(first.column, blocks.arguments[index].shape)
-    columns = sorted({kink.column for kink in kinks})
-    more = f" (and {len(columns) - 1} more element(s))" if len(columns) > 1 else ""
+    first, parts, shape = kinks[0], blocks.parts, blocks.arguments[index].shape
+    element = parts.element(index, first.column, shape)
+    elements = {parts.element(index, kink.column, shape) for kink in kinks}
+    more = f" (and {len(elements) - 1} more element(s))" if len(elements) > 1 else ""
+    part = parts.column_part(index, first.column)
+    along = f", along its {part} part" if part else ""
     message = (
         f"non-differentiable at {context.describe_argument(index)}, element {list(element)}"
-        f"{more}: {first.describe()}"
+        f"{along}{more}: {first.describe()}"
     )
     output_index, _ = blocks.layout.locate(first.row)
     return context.result(
@@ -326,7 +351,7 @@ def measure(
         f"largest value, {relation} max_error {allowed:g}",
         input_index=index,
         hint=samples_hint(samples, spread, allowed * scale) if verdict is Status.FAIL else None,
-        element=unravel(column, blocks.arguments[index].shape),
+        element=blocks.parts.element(index, column, blocks.arguments[index].shape),
         analytical=float(analytical[row, column]) if difference.numel() else None,
         numerical=float(numerical[row, column]) if difference.numel() else None,
         max_abs_error=float(difference.max()) if difference.numel() else 0.0,

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result
+from gradverify.checks.complex_parts import realify
 from gradverify.checks.fast_pass import look_again
 from gradverify.checks.finite_difference import (
     assess,
@@ -106,10 +107,11 @@ class GradcheckCheck:
             if fast
             else "gradcheck: Jacobian mismatch for"
         )
+        part = f", the {mismatch.part} part of complex outputs" if mismatch.part else ""
         headline = context.result(
             self.id, Status.FAIL,
             f"{what} {context.describe_argument(index)} (torch's output {mismatch.output}, "
-            f"input {mismatch.input})",
+            f"input {mismatch.input}{part})",
             input_index=index, notes=notes,
         )  # fmt: skip
         return headline, True
@@ -125,18 +127,21 @@ class GradcheckCheck:
         headline, is_mismatch = self._headline(context, message, wrt, notes, fast=False)
         if not is_mismatch:
             return [headline]
-        blocks = jacobian_blocks(context, arguments, wrt)
+        # Localized as torch checks complex values: through their real and imaginary parts.
+        real = realify(context, arguments, wrt)
+        blocks = jacobian_blocks(real.context, real.arguments, wrt, parts=real.parts)
         if blocks is None:
             return [headline]
-        assessments = {i: assess(context, i, blocks) for i in wrt}
+        assessments = {i: assess(real.context, i, blocks) for i in wrt}
         failing = [i for i in wrt if not assessments[i].comparison.ok]
         if failing:
             return [
-                mismatch_failure(context, self.id, i, blocks, assessments[i].comparison,
+                mismatch_failure(real.context, self.id, i, blocks, assessments[i].comparison,
                                  assessments[i].kinks, notes, assessments[i].noise)
                 for i in failing
             ]  # fmt: skip
-        masks = kink_masks({i: a.kinks for i, a in assessments.items()}, arguments)
+        kinks = {i: a.kinks for i, a in assessments.items()}
+        masks = real.parts.user_masks(kink_masks(kinks, real.arguments), arguments)
         if not masks:  # our own comparison cannot reproduce torch's complaint
             return [headline]
         again = run_gradcheck(context, hold_fixed(context.target.call, arguments, masks), arguments)
@@ -162,15 +167,16 @@ class GradcheckCheck:
         headline, is_mismatch = self._headline(context, message, wrt, notes, fast=True)
         if not is_mismatch:
             return [headline]
-        problem = first_order_problem(context, arguments, wrt)
-        if problem is None or problem.complex:
+        real = realify(context, arguments, wrt)
+        problem = first_order_problem(real.context, real.arguments, wrt, real.parts)
+        if problem is None:
             return [headline]
         localizer = Localizer(problem, context.generator)
         exams = {i: localizer.examine(i) for i in wrt}
         failing = [i for i in wrt if exams[i].wrong]
         if failing:
             return [randomized_failure(context, self.id, problem, exams[i], notes) for i in failing]
-        masks = held_masks(exams, arguments)
+        masks = real.parts.user_masks(held_masks(exams, real.arguments), arguments)
         if not masks:  # group testing cannot reproduce torch's complaint
             return [headline]
         held = hold_fixed(context.target.call, arguments, masks)

@@ -13,6 +13,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result
 from gradverify.checks.compare import Comparison
+from gradverify.checks.complex_parts import NO_PARTS, Parts, pairs_of, realify
 from gradverify.checks.finite_difference import (
     Blocks,
     assess,
@@ -26,7 +27,6 @@ from gradverify.checks.jacobian import (
     analytical_jacobians,
     differentiable_outputs,
     numerical_jacobian,
-    unravel,
 )
 from gradverify.checks.kinks import hold_fixed, kink_masks
 from gradverify.checks.modes import (
@@ -118,8 +118,17 @@ class GradgradcheckCheck:
     def _grad_outputs(self, context: CaseContext, arguments: Sequence[Any]) -> list[torch.Tensor]:
         outputs = call_forward(context.target.call, arguments)
         generator = context.generator(salt=2)
+
+        def uniform(shape: torch.Size) -> torch.Tensor:
+            return torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1
+
+        # A complex output's grad_output has both parts, so both are checked.
         return [
-            (torch.rand(o.shape, generator=generator, dtype=torch.float64) * 2 - 1)
+            (
+                torch.complex(uniform(o.shape), uniform(o.shape))
+                if o.is_complex()
+                else uniform(o.shape)
+            )
             .to(o.dtype)
             .requires_grad_()
             for _, o in differentiable_outputs(outputs)
@@ -159,7 +168,11 @@ class GradgradcheckCheck:
                     notes=notes,
                 )
             ]
-        blocks, positions = second_order_blocks(context, arguments, wrt, grad_outputs)
+        real = realify(context, arguments, wrt)  # complex values as (real, imaginary) pairs
+        context = real.context
+        blocks, positions = second_order_blocks(
+            context, real.arguments, wrt, grad_outputs, real.parts
+        )
         assessments = {p: assess(context, p, blocks) for p in positions}
         failing = [p for p in positions if not assessments[p].comparison.ok]
         if failing:
@@ -174,7 +187,7 @@ class GradgradcheckCheck:
                 for p in failing
             ]
         kinks = {p: a.kinks for p, a in assessments.items() if p < len(arguments)}
-        masks = kink_masks(kinks, arguments)
+        masks = blocks.parts.user_masks(kink_masks(kinks, real.arguments), arguments)
         if not masks:  # our own comparison cannot reproduce torch's complaint
             return [
                 context.result(
@@ -218,8 +231,8 @@ class GradgradcheckCheck:
                 self.id, Status.FAIL, f"gradgradcheck: {text}", hint=other_hint or hint,
                 notes=notes,
             )]  # fmt: skip
-        problem = second_order_problem(context, arguments, wrt, grad_outputs)
-        if problem is None or problem.complex:
+        problem = realified_second_order(context, arguments, wrt, grad_outputs)
+        if problem is None:
             return [headline]
         localizer = Localizer(problem, context.generator)
         exams = {p: localizer.examine(p) for p in problem.positions}
@@ -229,7 +242,7 @@ class GradgradcheckCheck:
                 self._randomized_mismatch(context, problem, exams[p], len(arguments), hint, notes)
                 for p in failing
             ]
-        masks = held_masks(exams, arguments)
+        masks = problem.parts.user_masks(held_masks(exams, problem.values), arguments)
         if not masks:  # group testing cannot reproduce torch's complaint
             return [headline]
         held = hold_fixed(context.target.call, arguments, masks)
@@ -256,8 +269,8 @@ class GradgradcheckCheck:
     ) -> list[Result]:
         """What random projections and group testing find in the second derivatives after
         torch's fast mode passed: wrong entries (fail), or only kinks (warn), or nothing."""
-        problem = second_order_problem(context, arguments, wrt, grad_outputs)
-        if problem is None or problem.complex:
+        problem = realified_second_order(context, arguments, wrt, grad_outputs)
+        if problem is None:
             return []
         localizer = Localizer(problem, context.generator)
         exams = [localizer.examine(p) for p in problem.positions]
@@ -286,7 +299,7 @@ class GradgradcheckCheck:
         worst = exam.worst
         text, input_index, output_index, element = _second_order_entry(
             context, problem.layout, problem.values, n_arguments, exam.position,
-            worst.row, worst.column,
+            worst.row, worst.column, problem.parts,
         )  # fmt: skip
         count = exam.wrong_count
         text = (
@@ -334,7 +347,7 @@ class GradgradcheckCheck:
         """A wrong second derivative: d(gradient of argument i) / d(argument j or grad_output k)."""
         where = _second_order_entry(
             context, blocks.layout, blocks.arguments, n_arguments, position,
-            comparison.row, comparison.column,
+            comparison.row, comparison.column, blocks.parts,
         )  # fmt: skip
         text, input_index, output_index, element = where
         text = (
@@ -358,17 +371,25 @@ def _second_order_entry(
     position: int,
     row: int,
     column: int,
+    parts: Parts = NO_PARTS,
 ) -> tuple[str, int, int | None, tuple[int, ...]]:
     """(text, input_index, output_index, element) naming one second-order Jacobian entry."""
-    gradient_of, gradient_element = layout.locate(row)
+    gradient_of, gradient_element, row_part = parts.locate(layout, row)
     of = f"the gradient of {context.describe_argument(gradient_of)} {list(gradient_element)}"
     if position < n_arguments:
         by, input_index, output_index = context.describe_argument(position), position, None
+        name = context.target.argument_name(position) or f"argument {position}"
     else:
         k = position - n_arguments
         by, input_index, output_index = f"grad_output {k}", gradient_of, k
-    element = unravel(column, values[position].shape)
+        name = by
+    element = parts.element(position, column, values[position].shape)
     text = f"second derivative is wrong: d({of}) / d({by}) at element {list(element)}"
+    column_part = parts.column_part(position, column)
+    if row_part or column_part:
+        of_part = f"of the {row_part} part of the gradient " if row_part else ""
+        by_part = f"with respect to the {column_part} part of {name}" if column_part else ""
+        text += f" (the derivative {of_part}{by_part})".replace(" )", ")")
     return text, input_index, output_index, element
 
 
@@ -377,12 +398,16 @@ def second_order_blocks(
     arguments: tuple[Any, ...],
     wrt: list[int],
     grad_outputs: list[torch.Tensor],
+    parts: Parts = NO_PARTS,
 ) -> tuple[Blocks, list[int]]:
     """Jacobians of the first-order gradients w.r.t. the arguments and the grad_outputs.
 
     The rows are the elements of every non-None gradient (OutputLayout.indices names the
-    argument each gradient belongs to); positions index `arguments + grad_outputs`.
+    argument each gradient belongs to); positions index `arguments + grad_outputs`. With
+    complex values, `context`, `arguments` and `parts` are `complex_parts.realify`'s.
     """
+    second = second_order_parts(parts, len(arguments), grad_outputs)
+    grad_outputs = pairs_of(grad_outputs)
     selection = gradient_selection(context.target.call, arguments, wrt, grad_outputs)
     values = (*arguments, *grad_outputs)
     # torch's input j counts the arguments that require grad, then the grad_outputs.
@@ -392,4 +417,29 @@ def second_order_blocks(
         p: numerical_jacobian(selection.evaluate, values, p, context.tolerance.eps)
         for p in positions
     }
-    return Blocks(values, selection.layout, analytical, numerical, selection.evaluate), positions
+    blocks = Blocks(
+        values, selection.layout, analytical, numerical, selection.evaluate, parts=second
+    )
+    return blocks, positions
+
+
+def realified_second_order(
+    context: CaseContext,
+    arguments: tuple[Any, ...],
+    wrt: list[int],
+    grad_outputs: list[torch.Tensor],
+) -> Problem | None:
+    """`second_order_problem` with complex values as (real, imaginary) pairs."""
+    real = realify(context, arguments, wrt)
+    parts = second_order_parts(real.parts, len(arguments), grad_outputs)
+    return second_order_problem(real.context, real.arguments, wrt, pairs_of(grad_outputs), parts)
+
+
+def second_order_parts(
+    first: Parts, n_arguments: int, grad_outputs: Sequence[torch.Tensor]
+) -> Parts:
+    """The pairs of a second-order problem: the complex arguments and the complex
+    grad_outputs (of complex outputs) among the values, and the gradients of complex
+    arguments among the rows."""
+    from_outputs = {n_arguments + k for k, g in enumerate(grad_outputs) if g.is_complex()}
+    return Parts(first.columns | from_outputs, set(first.columns))

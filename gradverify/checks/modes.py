@@ -27,11 +27,11 @@ from typing import Any, Literal
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward
+from gradverify.checks.complex_parts import NO_PARTS, Parts
 from gradverify.checks.jacobian import (
     differentiable_outputs,
     element_words,
     forward_selection,
-    unravel,
 )
 from gradverify.checks.maps import located_map
 from gradverify.checks.noise import rounding_hint
@@ -64,7 +64,8 @@ def resolve_mode(context: CaseContext, arguments: Sequence[Any]) -> tuple[Mode, 
         return "full", "mode: full (requested)"
     if requested == "randomized":
         return "randomized", "mode: randomized (requested)"
-    inputs = sum(arguments[i].numel() for i in differentiable_indices(arguments))
+    # A complex element is two entries, its real and imaginary parts (complex_parts.py).
+    inputs = sum(_real_numel(arguments[i]) for i in differentiable_indices(arguments))
     produced = output_elements(context, arguments)
     if produced is None:
         return "full", "mode: full (forward raises, so the size is unknown)"
@@ -89,14 +90,21 @@ def output_elements(context: CaseContext, arguments: Sequence[Any]) -> int | Non
         except UserCodeError:
             memo.forward_raised = True
             return None
-        memo.output_elements = sum(o.numel() for _, o in differentiable_outputs(outputs))
+        memo.output_elements = sum(_real_numel(o) for _, o in differentiable_outputs(outputs))
     return memo.output_elements
 
 
+def _real_numel(tensor: torch.Tensor) -> int:
+    """Real entries: a complex element counts twice."""
+    return tensor.numel() * (2 if tensor.is_complex() else 1)
+
+
 def first_order_problem(
-    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int]
+    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int], parts: Parts = NO_PARTS
 ) -> Problem | None:
-    """forward's differentiable outputs as a function of its arguments (None: there are none)."""
+    """forward's differentiable outputs as a function of its arguments (None: there are none).
+
+    With complex values, `context` and `arguments` are `complex_parts.realify`'s."""
     with torch.enable_grad():
         selection = forward_selection(context.target.call, arguments)
     if selection is None:
@@ -106,7 +114,7 @@ def first_order_problem(
     samples = context.spec.backward_samples if context.spec.gradient == "approximate" else 1
     return Problem(
         selection.evaluate, tuple(arguments), tuple(wrt), selection.outputs, selection.layout,
-        tol.eps, tol.atol, tol.rtol, samples=samples,
+        tol.eps, tol.atol, tol.rtol, samples=samples, parts=parts,
     )  # fmt: skip
 
 
@@ -115,6 +123,7 @@ def second_order_problem(
     arguments: tuple[Any, ...],
     wrt: list[int],
     grad_outputs: list[torch.Tensor],
+    parts: Parts = NO_PARTS,
 ) -> Problem | None:
     """The first-order gradients as a function of the arguments and grad_outputs, as
     `second_order_blocks` sees them, for randomized mode (None: no gradient at all)."""
@@ -126,7 +135,7 @@ def second_order_problem(
     positions = (*wrt, *range(len(arguments), len(values)))
     return Problem(
         selection.evaluate, values, positions, selection.outputs, selection.layout,
-        tol.eps, tol.atol, tol.rtol,
+        tol.eps, tol.atol, tol.rtol, parts=parts,
     )  # fmt: skip
 
 
@@ -143,7 +152,8 @@ def randomized_verdict(
     return context.result(
         check, Status.PASS,
         f"gradient of {context.describe_argument(index)} matches along {PROJECTIONS} random "
-        f"projections vᵀJu ({problem.values[index].numel()} elements)",
+        f"projections vᵀJu ({_numel(problem.parts.shape(index, problem.values[index].shape))} "
+        "elements)",
         input_index=index, notes=(*notes, *search_notes(exam)),
     )  # fmt: skip
 
@@ -152,14 +162,22 @@ def randomized_failure(
     context: CaseContext, check: str, problem: Problem, exam: Examination, notes: tuple[str, ...]
 ) -> Result:
     """A failure at the worst wrong Jacobian entry group testing found."""
-    worst, index = exam.worst, exam.position
+    worst, index, parts = exam.worst, exam.position, problem.parts
     argument = problem.values[index]
-    output_index, output_element = problem.layout.locate(worst.row)
-    element = unravel(worst.column, argument.shape)
+    output_index, output_element, row_part = parts.locate(problem.layout, worst.row)
+    element = parts.element(index, worst.column, argument.shape)
     where = element_words(element)
-    elementwise = problem.layout.shapes == (tuple(argument.shape),) and worst.row == worst.column
+    user_shape = parts.shape(index, argument.shape)
+    layout = problem.layout
+    output_shape = layout.shapes[0][:-1] if layout.indices[0] in parts.rows else layout.shapes[0]
+    elementwise = (
+        len(layout.indices) == 1 and output_shape == user_shape and output_element == element
+    )
     if not elementwise:  # the output element is not the argument's own
         where += f", output {output_index} element {list(output_element)}"
+    name = context.target.argument_name(index) or f"argument {index}"
+    which = parts.entry_words(name, index, worst.column, row_part, grad_output=True)
+    where += f": {which}" if which else ""
     # Group testing stops at the first wrong entry of each projection: there may be more.
     count = exam.wrong_count
     found = f"at least {count} wrong {'entry' if count == 1 else 'entries'}"
@@ -177,9 +195,9 @@ def randomized_failure(
         max_abs_error=worst.error, max_rel_error=_relative(worst, problem.atol),
         mismatched=count, mismatched_at_least=True, hint=_failure_hint(exam, problem),
         mismatch_map=located_map(
-            [entry.column for entry in exam.wrong],
-            [entry.column for entry in exam.excused],
-            argument.shape,
+            [parts.flat_element(index, entry.column) for entry in exam.wrong],
+            [parts.flat_element(index, entry.column) for entry in exam.excused],
+            parts.shape(index, argument.shape),
         ),
         notes=(*notes, *search_notes(exam)),
         details=tuple(_describe(entry, problem) for entry in exam.wrong) if count > 1 else (),
@@ -194,7 +212,7 @@ def randomized_kink_warning(
         return _near_kinks_warning(context, check, problem, exam, notes)
     first, index = exam.excused[0], exam.position
     assert first.kink is not None
-    element = unravel(first.column, problem.values[index].shape)
+    element = problem.parts.element(index, first.column, problem.values[index].shape)
     count = exam.excused_count
     more = f" (and {count - 1} more element(s))" if count > 1 else ""
     output_index, _ = problem.layout.locate(first.row)
@@ -237,7 +255,7 @@ def _near_kinks_warning(
     context: CaseContext, check: str, problem: Problem, exam: Examination, notes: tuple[str, ...]
 ) -> Result:
     index, count = exam.position, int(exam.near.numel())
-    element = unravel(int(exam.near[0]), problem.values[index].shape)
+    element = problem.parts.element(index, int(exam.near[0]), problem.values[index].shape)
     return context.result(
         check, Status.WARN,
         f"non-differentiable near {context.describe_argument(index)}, element {list(element)}"
@@ -285,7 +303,9 @@ def search_notes(exam: Examination) -> tuple[str, ...]:
 
 def _describe(entry: Entry, problem: Problem) -> str:
     output_index, output_element = problem.layout.locate(entry.row)
-    element = unravel(entry.column, problem.values[entry.position].shape)
+    element = problem.parts.element(
+        entry.position, entry.column, problem.values[entry.position].shape
+    )
     return (
         f"element {list(element)}, output {output_index} element {list(output_element)}: "
         f"analytical {entry.analytical:.6g}, numerical {entry.numerical:.6g}"
@@ -307,7 +327,26 @@ def _failure_hint(exam: Examination, problem: Problem) -> str | None:
             "wrong only at non-differentiable points: there any value between the one-sided "
             f"slopes is a valid (sub)gradient, but {kink.describe()}"
         )
-    return entry_hint(exam.worst, problem.atol, problem.rtol)
+    worst, parts = exam.worst, problem.parts
+    _, _, row_part = parts.locate(problem.layout, worst.row)
+    crossing = (row_part or "real") != (parts.column_part(worst.position, worst.column) or "real")
+    flipped = abs(worst.analytical + worst.numerical) <= problem.atol + problem.rtol * abs(
+        worst.numerical
+    )
+    if crossing and flipped and abs(worst.numerical) > problem.atol:
+        return (
+            "the opposite sign at this entry, a derivative across parts (of a real part with "
+            "respect to an imaginary part, or the other way round): likely a conjugate missing "
+            "(or one too many) in backward, or a flipped sign (`mode: full` shows the pattern)"
+        )
+    return entry_hint(worst, problem.atol, problem.rtol)
+
+
+def _numel(shape: Sequence[int]) -> int:
+    size = 1
+    for extent in shape:
+        size *= extent
+    return size
 
 
 def entry_hint(entry: Entry, atol: float, rtol: float) -> str | None:

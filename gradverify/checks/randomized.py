@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from gradverify.checks.base import user_code
+from gradverify.checks.complex_parts import NO_PARTS, Parts
 from gradverify.checks.diagonal import DiagonalKinks, diagonal_kinks, is_elementwise
 from gradverify.checks.jacobian import OutputLayout
 from gradverify.checks.kinks import (
@@ -79,12 +80,8 @@ class Problem:
     rtol: float
     phase: str = "backward"
     samples: int = 1  # backward runs averaged per projection (a stochastic estimator)
-
-    @property
-    def complex(self) -> bool:
-        """Complex outputs or arguments: real central differences do not apply."""
-        arguments = [self.values[p] for p in self.positions]
-        return any(tensor.is_complex() for tensor in (*self.outputs, *arguments))
+    # Complex values seen as (real, imaginary) pairs: the problem itself is real throughout.
+    parts: Parts = NO_PARTS
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from gradverify.checks.jacobian import OutputLayout, Selection
 from gradverify.results import Result, Status
 
 _MISMATCH = re.compile(
+    r"(?:While considering the (real|imaginary) part of complex (?:outputs|inputs) only, )?"
     r"Jacobian (?:computed with forward mode )?mismatch for output (\d+) with respect to input (\d+)"
 )
 
@@ -44,11 +45,17 @@ KNOWN_FAILURES = {
 class Mismatch:
     output: int  # torch's index among differentiable outputs
     input: int  # torch's index among inputs that require grad
+    # For complex outputs torch checks the real and the imaginary part apart: which failed.
+    part: str | None = None
 
 
 def parse_mismatch(message: str) -> Mismatch | None:
+    """torch's Jacobian mismatch: which output, which input, and for complex outputs which
+    part ("While considering the imaginary part of complex outputs only, ...")."""
     found = _MISMATCH.search(message)
-    return Mismatch(int(found.group(1)), int(found.group(2))) if found else None
+    if found is None:
+        return None
+    return Mismatch(int(found.group(2)), int(found.group(3)), found.group(1))
 
 
 def explain_other_failure(message: str) -> tuple[str, str | None]:
