@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from gradverify.spec.targets import parse_target
+
 if TYPE_CHECKING:
     from gradverify.spec.models import FunctionSpec
     from gradverify.target import Target
@@ -29,6 +31,10 @@ if TYPE_CHECKING:
 WEIGHT_NAMES = re.compile(r"(^|_)(w|weight|weights|kernel|matrix)($|_)", re.IGNORECASE)
 BIAS_NAMES = re.compile(r"(^|_)(b|bias|offset)($|_)", re.IGNORECASE)
 SCALAR_TYPES = {"int": 1, "float": 1.0, "bool": True, "str": ""}
+# A list of ints (`int[]` in an op's schema) is most often dims or a shape: [-1] is both.
+LIST_TYPES = {"int[]": (-1,), "float[]": (1.0,), "bool[]": (True,)}
+# An op's schema types, as the annotations above read them (`Tensor?` is a Tensor or None).
+SCHEMA_ANNOTATIONS = {"Tensor?": "Tensor", "Scalar": "float", "Scalar?": "float"}
 # Parameters that are numbers by convention. Bounds enclose the inputs' range [-1, 1].
 SCALAR_NAMES: dict[str, Any] = {
     "dim": -1, "axis": -1, "keepdim": False, "eps": 1e-5, "inplace": False,
@@ -68,7 +74,7 @@ class Choice:
         if self.kind == TENSOR:
             what = f": a float64 tensor {list(self.shape)}"
         elif self.kind == NUMBER:
-            what = f": the number {self.value!r}"
+            what = f": the {'list' if isinstance(self.value, tuple) else 'number'} {self.item!r}"
         else:
             what = f"={self.value!r}"
         return f"{self.name}{what}" + (f" ({self.reason})" if self.reason else "")
@@ -106,7 +112,11 @@ def file_name(target_spec: str) -> str:
     of its own (FusedBiasGELU -> fused_bias_gelu), so that mixed-case names such as ReLU
     and SiLU stay whole (MyReLU -> my_relu).
     """
-    attr = target_spec.rsplit(":", 1)[-1].split(".")[-1]
+    form = parse_target(target_spec)
+    if form is not None and form.op is not None:  # mylib::mysin.default -> mysin
+        attr = form.op.split("::")[-1].split(".")[0]
+    else:
+        attr = target_spec.rsplit(":", 1)[-1].split(".")[-1]
     words = re.sub(
         r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})|(?<=[a-z0-9])(?=[A-Z]{3,}(?![a-z]))",
         "_",
@@ -177,6 +187,9 @@ def _plans(target: Target) -> list[_Plan]:
             value = SCALAR_NAMES.get(name, SCALAR_TYPES[annotation])
             reason = f"{annotation}, no default: choose a value"
             plans.append(_Plan(index, name, NUMBER, value, reason, flexible=False))
+        elif annotation in LIST_TYPES:
+            reason = f"{annotation}, no default: choose a value"
+            plans.append(_Plan(index, name, NUMBER, LIST_TYPES[annotation], reason, False))
         elif name in SCALAR_NAMES:
             reason = "by its name: choose a value"
             plans.append(_Plan(index, name, NUMBER, SCALAR_NAMES[name], reason))
@@ -186,7 +199,12 @@ def _plans(target: Target) -> list[_Plan]:
 
 
 def annotations_of(target: Target) -> dict[str, str]:
-    """Parameter annotations as written (strings), read without evaluating them."""
+    """Parameter annotations as written (strings), read without evaluating them; an op's
+    types from its schema."""
+    if target.schema_types:
+        return {
+            name: SCHEMA_ANNOTATIONS.get(kind, kind) for name, kind in target.schema_types.items()
+        }
     forward = getattr(target.obj, "forward", target.obj) if target.is_function else target.obj
     try:
         signature = inspect.signature(forward)
@@ -384,7 +402,7 @@ def comment(choice: Choice) -> str:
     if choice.kind == TENSOR:
         what = "a tensor"
     elif choice.kind == NUMBER:
-        what = "a number"
+        what = "a list" if isinstance(choice.value, tuple) else "a number"
     else:
         return f"{choice.name}: {choice.reason}"
     return f"{choice.name}: {what}" + (f" ({choice.reason})" if choice.reason else "")

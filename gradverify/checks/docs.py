@@ -47,7 +47,10 @@ SUMMARIES: dict[str, str] = {
         "torch.vmap over a batch of 3 gives the outputs and gradients of a loop over the same inputs"
     ),
     "func": "PLACEHOLDER func",
-    "opcheck": "PLACEHOLDER opcheck",
+    "opcheck": (
+        "a custom op's schema, autograd registration, fake implementation and AOT tracing "
+        "pass torch.library.opcheck"
+    ),
     "compile": "PLACEHOLDER compile",
 }
 
@@ -203,7 +206,34 @@ Common failures and fixes:
     "func": """\
 PLACEHOLDER func""",
     "opcheck": """\
-PLACEHOLDER opcheck""",
+For a torch.library custom op (a `torch.library.custom_op` object, `module:ns::name` or
+`op:ns::name`): runs torch.library.opcheck's four tests on the case's inputs, which check
+what a gradient check cannot see. Each failing test is a `fail` naming the test and
+torch's reason; any other target is `skip`. Its first run in a process imports
+AOTAutograd (about 3 s); later cases take a tenth of a second or less.
+
+  test_schema                 the schema says what the op does to its arguments: it writes
+                              only to arguments declared in `mutates_args`, and returns no
+                              input or view of one.
+  test_autograd_registration  the backward is registered where autograd finds it
+                              (`register_autograd`, or a kernel at the Autograd key).
+  test_faketensor             the fake implementation (`register_fake`) returns outputs of
+                              the shapes, dtypes and devices the real op returns.
+  test_aot_dispatch_dynamic   AOTAutograd, torch.compile's tracer, runs the op and its
+                              backward with fake tensors of symbolic shapes, and their
+                              results match eager (within `tolerance`).
+
+Common failures and fixes:
+  - register_fake returns the wrong shape (`register_fake returns shape [3, 4] where the op
+    returns [3]`): compute the output's shape from the inputs' shapes, e.g.
+    `x.new_empty(x.shape[:-1])` for a sum over the last dimension.
+  - no fake implementation: add one with `@myop.register_fake`, returning empty tensors of
+    the output's shape and dtype; torch.compile and torch.export trace the op with it.
+  - test_aot_dispatch_dynamic fails after test_faketensor: fix the fake first. Alone, it
+    means the fake or the backward needs concrete values: no .item(), .tolist() or shapes
+    that depend on values.
+  - a wrong gradient is not opcheck's to find: finite_difference and gradcheck find it,
+    at the element, pointing at the registered backward.""",
     "compile": """\
 PLACEHOLDER compile""",
 }

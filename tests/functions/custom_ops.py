@@ -1,0 +1,158 @@
+"""torch.library custom ops for the tests, in the namespace `gradverify_tests`: correct ones
+with number and list arguments, and ops with one registration missing or wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+
+def _save_x(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+    ctx.save_for_backward(inputs[0])
+    ctx.inputs = inputs[1:]
+
+
+# --- correct ---------------------------------------------------------------------------
+
+
+@torch.library.custom_op("gradverify_tests::mixed", mutates_args=())
+def mixed(
+    x: torch.Tensor, alpha: float, power: int, flip: bool, dims: Sequence[int]
+) -> torch.Tensor:
+    """alpha * x**power, flipped along `dims` if `flip`: a float, an int, a bool and an int[]."""
+    y = alpha * x**power
+    return y.flip(list(dims)) if flip else y
+
+
+@mixed.register_fake
+def _(x: torch.Tensor, alpha: float, power: int, flip: bool, dims: Sequence[int]) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _mixed_backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+    (x,) = ctx.saved_tensors
+    alpha, power, flip, dims = ctx.inputs
+    if flip:
+        grad = grad.flip(list(dims))
+    return grad * alpha * power * x ** (power - 1), None, None, None, None
+
+
+mixed.register_autograd(_mixed_backward, setup_context=_save_x)
+
+
+@torch.library.custom_op("gradverify_tests::scale", mutates_args=())
+def scale(x: torch.Tensor, factor: float = 2.0) -> torch.Tensor:
+    """factor * x, with a default from the schema."""
+    return factor * x
+
+
+@scale.register_fake
+def _(x: torch.Tensor, factor: float = 2.0) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _scale_backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+    return grad * ctx.inputs[0], None
+
+
+scale.register_autograd(_scale_backward, setup_context=_save_x)
+
+
+@torch.library.custom_op("gradverify_tests::mul", mutates_args=())
+def mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x * y, two tensors."""
+    return x * y
+
+
+@mul.register_fake
+def _(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _mul_setup(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _mul_backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    x, y = ctx.saved_tensors
+    return grad * y, grad * x
+
+
+mul.register_autograd(_mul_backward, setup_context=_mul_setup)
+
+
+# --- one registration missing or wrong ---------------------------------------------------
+
+
+@torch.library.custom_op("gradverify_tests::cube_wrong_backward", mutates_args=())
+def cube_wrong_backward(x: torch.Tensor) -> torch.Tensor:
+    """x**3 whose backward forgets the factor 3."""
+    return x**3
+
+
+@cube_wrong_backward.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _cube_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    (x,) = ctx.saved_tensors
+    return grad * x**2  # BACKWARD LINE: the factor 3 is missing
+
+
+cube_wrong_backward.register_autograd(_cube_backward, setup_context=_save_x)
+
+
+@torch.library.custom_op("gradverify_tests::no_fake", mutates_args=())
+def no_fake(x: torch.Tensor) -> torch.Tensor:
+    """sin(x) with a backward but no fake implementation."""
+    return x.sin()
+
+
+def _no_fake_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    (x,) = ctx.saved_tensors
+    return grad * x.cos()
+
+
+no_fake.register_autograd(_no_fake_backward, setup_context=_save_x)
+
+
+@torch.library.custom_op("gradverify_tests::wrong_fake_dtype", mutates_args=())
+def wrong_fake_dtype(x: torch.Tensor) -> torch.Tensor:
+    """2 * x whose fake returns float32 whatever x's dtype."""
+    return 2 * x
+
+
+@wrong_fake_dtype.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(x.shape, dtype=torch.float32)
+
+
+def _double_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    return 2 * grad
+
+
+wrong_fake_dtype.register_autograd(_double_backward, setup_context=_save_x)
+
+
+@torch.library.custom_op("gradverify_tests::undeclared_mutation", mutates_args=())
+def undeclared_mutation(x: torch.Tensor) -> torch.Tensor:
+    """Doubles x in place without declaring it in mutates_args."""
+    x.mul_(2.0)
+    return x.sin()
+
+
+@undeclared_mutation.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+undeclared_mutation.register_autograd(_no_fake_backward, setup_context=_save_x)
+
+
+# An op defined with the low-level torch.library API, with a CPU kernel and no autograd kernel.
+_LIBRARY = torch.library.Library("gradverify_tests", "FRAGMENT")
+_LIBRARY.define("cpu_only_sin(Tensor x) -> Tensor")
+_LIBRARY.impl("cpu_only_sin", lambda x: x.sin(), "CPU")
