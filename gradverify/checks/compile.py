@@ -61,19 +61,23 @@ class CompileCheck:
         original = error.error if isinstance(error, UserCodeError) else error
         found = dynamo.explain_break(context.target.call, fresh_copies(context.arguments), original)
         where = f" at {found.file}:{found.line}" if found.file else ""
+        said = found.explanation or found.reason
         if found.graph_break:
-            message = f"graph break under torch.compile{where}: {found.reason}"
+            message = f"graph break under torch.compile{where}: {said}"
         else:
-            message = f"torch.compile cannot trace it{where}: {found.reason}"
-        notes = (found.explanation,) if found.explanation else ()
+            message = f"torch.compile cannot trace it{where}: {said}"
+        hint = (
+            "the code still runs under torch.compile, but in pieces and slower, and "
+            "fullgraph=True and torch.export refuse it"
+            if found.graph_break
+            else "eager runs it, torch.compile raises; torch.export and fullgraph=True fail too"
+        )
         return context.result(
             self.id,
             Status.WARN,
             message,
-            hint=found.hint
-            or "the code still runs under torch.compile, in pieces and slower; "
-            "fullgraph=True and torch.export refuse it",
-            notes=notes,
+            hint=f"{hint}; torch: {found.hint}" if found.hint else hint,
+            notes=(f"dynamo: {found.reason}",) if found.explanation else (),
             source_file=found.file,
             source_line=found.line,
         )

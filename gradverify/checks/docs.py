@@ -51,7 +51,10 @@ SUMMARIES: dict[str, str] = {
         "a custom op's schema, autograd registration, fake implementation and AOT tracing "
         "pass torch.library.opcheck"
     ),
-    "compile": "PLACEHOLDER compile",
+    "compile": (
+        'under torch.compile(backend="aot_eager", fullgraph=True), outputs and gradients '
+        "equal eager's, with no graph break"
+    ),
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -235,7 +238,33 @@ Common failures and fixes:
   - a wrong gradient is not opcheck's to find: finite_difference and gradcheck find it,
     at the element, pointing at the registered backward.""",
     "compile": """\
-PLACEHOLDER compile""",
+Runs the target (a Function, a plain function or a custom op) under
+torch.compile(backend="aot_eager", fullgraph=True) on the case's inputs, and compares its
+outputs and the gradients of every argument (seeded grad_outputs, as `backward` uses) with
+eager, within `tolerance`. aot_eager traces forward and backward as torch.compile does
+(dynamo, then AOTAutograd) without generating code, so it needs no C++ compiler.
+
+  fail  a compiled output or gradient differs from eager: the argument (or output), the
+        element, and both values (`compiled`, `eager`).
+  warn  a graph break, or an error while tracing: dynamo's reason, at your file and line.
+        The code still runs under torch.compile (in pieces, slower), but fullgraph=True and
+        torch.export refuse it.
+
+Opt-in: its first run in a process costs about 3 s (importing dynamo and its first
+compile), later cases about 0.15 s, which would more than double a default run. Turn it
+on with `extra_checks: [compile]` in a spec, `extra_checks = ["compile"]` in
+[tool.gradverify], or by listing it in `checks:`. Custom-op targets get it by default:
+they exist for torch.compile. Each case compiles once, afresh: dynamo's caches are reset
+before and after, so no case falls back to eager past dynamo's recompile limit.
+
+Common failures and fixes:
+  - `.item()`, `.tolist()` or a Python number read from a tensor in forward: a graph break.
+    Keep the value a tensor (`x - x.mean()`, not `x - x.mean().item()`).
+  - printing, Python-side counters or other state in forward or backward: dynamo cannot
+    trace it; move it out of the Function.
+  - compiled values differ: code that behaves differently when traced
+    (`torch.compiler.is_compiling()` branches, values read once at trace time, globals
+    changed between calls).""",
 }
 
 # Topics that are not checks: name -> (one-line summary, explanation).
