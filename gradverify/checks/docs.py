@@ -46,7 +46,10 @@ SUMMARIES: dict[str, str] = {
     "vmap": (
         "torch.vmap over a batch of 3 gives the outputs and gradients of a loop over the same inputs"
     ),
-    "func": "PLACEHOLDER func",
+    "func": (
+        "torch.func.grad, vjp and jacrev over the Function (and jacfwd, given a jvp and a "
+        "vmap rule) agree with central finite differences, in float64"
+    ),
     "opcheck": (
         "a custom op's schema, autograd registration, fake implementation and AOT tracing "
         "pass torch.library.opcheck"
@@ -207,7 +210,29 @@ Common failures and fixes:
   - with generate_vmap_rule, forward must be written with the new-style signature
     (forward without ctx, plus setup_context) and only torch operations.""",
     "func": """\
-PLACEHOLDER func""",
+For a Function in the setup_context style (forward without ctx, plus a setup_context
+staticmethod): torch.func.grad (of a seeded random weighting of the outputs, one argument
+at a time), torch.func.vjp and torch.func.jacrev, and torch.func.jacfwd when the Function
+defines jvp and a vmap rule, must agree with central finite differences (torch's
+check_batched_grad idea). Literals are closed over; the arguments that require grad are
+differentiated. For large inputs (randomized mode) grad and vjp are compared along a random
+direction and jacrev/jacfwd are left out. A classic-style Function (forward(ctx, ...)) is a
+`skip` saying how to make it transformable; so are plain functions and custom ops.
+
+Where a transform disagrees with finite differences but gives backward's own values, the
+error is backward's: it is reported once, pointing at finite_difference. Kinks and
+rounding noise are judged as finite_difference judges them.
+
+Common failures and fixes:
+  - a transform raises: torch.func runs backward under torch.vmap (jacrev) and forward plus
+    jvp under torch.vmap (jacfwd). Code that writes a batched grad_output into a tensor that
+    is not batched in place (`grad_x = torch.zeros_like(x); grad_x[...] = grad_output`),
+    reads values in Python (.item(), `if tensor:`), leaves torch (.numpy(), .data) or calls
+    torch.autograd.grad inside backward fails there: compute out of place, with torch ops.
+  - torch.func.grad alone is wrong: it differentiates one argument at a time, so
+    ctx.needs_input_grad is False for the others; likely backward reads the wrong entry.
+  - jacfwd does not run: it needs a jvp staticmethod and a vmap rule
+    (generate_vmap_rule = True or a vmap staticmethod).""",
     "opcheck": """\
 For a torch.library custom op (a `torch.library.custom_op` object, `module:ns::name` or
 `op:ns::name`): runs torch.library.opcheck's four tests on the case's inputs, which check

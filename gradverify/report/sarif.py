@@ -39,7 +39,7 @@ CHECKS: dict[str, str] = {
     "reference": "Outputs and gradients match a plain-PyTorch reference implementation.",
     "jvp": "The Function's jvp (forward-mode AD) matches central differences along random tangents.",
     "vmap": "torch.vmap over a batch gives the outputs and gradients of a loop over the same inputs.",
-    "func": "torch.func transforms (grad, vjp, jacrev, jacfwd) over the Function agree with finite differences.",
+    "func": "torch.func.grad, vjp, jacrev and jacfwd over the Function agree with central finite differences.",
     "opcheck": "torch.library.opcheck's tests pass for a custom op (schema, autograd registration, fake tensor, AOT dispatch).",
     "compile": "Under torch.compile (aot_eager, fullgraph) outputs and gradients match eager, without graph breaks.",
 }

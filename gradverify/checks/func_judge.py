@@ -1,0 +1,289 @@
+"""`func`'s verdicts: each transform's gradients against central differences.
+
+Where a transform disagrees with finite differences, autograd's own backward settles the
+cause: a transform that gives backward's values inherits backward's error (or a kink, or
+rounding noise), which `finite_difference` judges and reports, so `func` says it once and
+points there; a transform that departs from backward is a bug of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from gradverify.checks.base import CaseContext, user_code
+from gradverify.checks.compare import Comparison, compare
+from gradverify.checks.finite_difference import Blocks, assess
+from gradverify.checks.func_parts import GRAD, JACFWD, JACREV, VJP, Transforms, flat_weights
+from gradverify.checks.jacobian import (
+    Selection,
+    analytical_jacobians,
+    element_words,
+    numerical_jacobian,
+    unravel,
+)
+from gradverify.results import Result, Status
+
+PROJECTED = (GRAD, VJP)
+
+_CAUSES = {
+    GRAD: "torch.func.grad differentiates one argument at a time, so ctx.needs_input_grad "
+    "is False for the others: likely backward reads the wrong needs_input_grad entry; "
+    "otherwise setup_context saves something differently from forward (it runs again, on "
+    "torch.func's wrapped tensors)",
+    VJP: "often setup_context saves something differently from forward (it runs again, on "
+    "torch.func's wrapped tensors)",
+    JACREV: "jacrev runs backward under torch.vmap (a batch of one-hot grad_outputs): likely "
+    "backward is not batch-safe, or something it calls has a wrong vmap rule",
+    JACFWD: "jacfwd runs jvp under torch.vmap through the Function's vmap rule: likely the "
+    "vmap rule is wrong, or jvp is not batch-safe",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One transform's worst disagreement with finite differences for one argument."""
+
+    transform: str
+    element: tuple[int, ...] | None  # None: a projection along a random direction
+    output: tuple[int, tuple[int, ...]] | None  # the output element, when it matters
+    value: float  # what the transform gives
+    numerical: float
+    mismatched: int = 1
+    total: int = 1
+
+
+class Judge:
+    """Compares the transforms' blocks with central differences, one argument at a time."""
+
+    def __init__(
+        self,
+        context: CaseContext,
+        check: str,
+        arguments: tuple[Any, ...],
+        selection: Selection,
+        transforms: Transforms,
+        randomized: bool,
+    ) -> None:
+        self.context, self.check, self.arguments = context, check, arguments
+        self.selection, self.transforms, self.randomized = selection, transforms, randomized
+        self.notes: list[str] = []
+        self.inherited: dict[int, list[Finding]] = {}  # backward's own error, by argument
+        self._numerical: dict[int, torch.Tensor] = {}
+        self._backward: dict[int, torch.Tensor] | None = None
+
+    def transforms_grad(self) -> dict[int, torch.Tensor]:
+        return {index: self.transforms.run_grad(index) for index in self.transforms.wrt}
+
+    def compare(self, transform: str, blocks: dict[int, torch.Tensor]) -> list[Result]:
+        """Failures of one transform (one per argument it gets wrong)."""
+        found = [self._one(transform, index, blocks[index]) for index in self.transforms.wrt]
+        return [result for result in found if result is not None]
+
+    # --- full mode ----------------------------------------------------------------------
+
+    def numerical(self, index: int) -> torch.Tensor:
+        if index not in self._numerical:
+            self._numerical[index] = numerical_jacobian(
+                self.selection.evaluate, self.arguments, index, self.context.tolerance.eps
+            ).to(torch.float64)
+        return self._numerical[index]
+
+    def backward(self, index: int) -> torch.Tensor:
+        """Autograd's Jacobian through the Function's backward (computed once, on need)."""
+        if self._backward is None:
+            outputs = list(self.selection.outputs)
+            jacobians = analytical_jacobians(outputs, self.arguments, self.transforms.wrt)
+            self._backward = {i: block.to(torch.float64) for i, block in jacobians.items()}
+        return self._backward[index]
+
+    def _one(self, transform: str, index: int, got: torch.Tensor) -> Result | None:
+        if self.randomized:
+            return self._projected(transform, index, got)
+        tol = self.context.tolerance
+        if transform in PROJECTED:
+            weights = self._weights(transform)
+            numerical = weights @ self.numerical(index)
+            atol = tol.atol * float(weights.abs().sum())
+            comparison = compare(got, numerical, atol, tol.rtol)
+        else:
+            atol = tol.atol
+            blocks = self._blocks(index, got)
+            # Kinks where the transform gives a valid subgradient are excused here; rounding
+            # noise is backward's lot too, so finite_difference's verdict covers it below.
+            comparison = assess(self.context, index, blocks).comparison
+        if comparison.ok:
+            return None
+        backward = self.backward(index)
+        if transform in PROJECTED:
+            backward = self._weights(transform) @ backward
+        finding = self._finding(transform, index, comparison, got)
+        off = comparison.off
+        agrees = compare(got[off].reshape(1, -1), backward[off].reshape(1, -1), atol, tol.rtol)
+        if agrees.ok:
+            return self._inherit(index, finding)
+        row, column = comparison.row, comparison.column
+        return self._failure(index, finding, float(backward[row, column]))
+
+    def _blocks(self, index: int, got: torch.Tensor) -> Blocks:
+        selection = self.selection
+        return Blocks(
+            self.arguments, selection.layout, {index: got}, {index: self.numerical(index)},
+            selection.evaluate,
+        )  # fmt: skip
+
+    def _weights(self, transform: str) -> torch.Tensor:
+        chosen = self.transforms.weights if transform == GRAD else self.transforms.cotangents
+        return flat_weights(chosen)
+
+    def _finding(
+        self, transform: str, index: int, comparison: Comparison, got: torch.Tensor
+    ) -> Finding:
+        element = unravel(comparison.column, self.arguments[index].shape)
+        output = None
+        layout = self.selection.layout
+        elementwise = layout.shapes == (tuple(self.arguments[index].shape),)
+        if transform not in PROJECTED and not (elementwise and comparison.row == comparison.column):
+            output = layout.locate(comparison.row)
+        return Finding(
+            transform, element, output, comparison.analytical, comparison.numerical,
+            comparison.mismatched, comparison.total,
+        )  # fmt: skip
+
+    def _inherit(self, index: int, finding: Finding) -> Result | None:
+        """The transform gives backward's values: backward's verdict is the transform's."""
+        earlier = [
+            r for r in self.context.earlier
+            if r.check == "finite_difference" and r.input_index == index
+        ]  # fmt: skip
+        if earlier and not any(r.failed for r in earlier):
+            return None  # kinks or noise that finite_difference excused
+        if not earlier and not self.randomized:
+            blocks = Blocks(
+                self.arguments, self.selection.layout, {index: self.backward(index)},
+                {index: self.numerical(index)}, self.selection.evaluate,
+            )  # fmt: skip
+            if assess(self.context, index, blocks).comparison.ok:
+                return None
+        if not earlier and self.randomized:
+            self.notes.append(
+                f"{finding.transform} gives backward's gradient of "
+                f"{self.context.describe_argument(index)}, which finite_difference judges"
+            )
+            return None
+        self.inherited.setdefault(index, []).append(finding)
+        return None
+
+    def _failure(self, index: int, finding: Finding, backward: float) -> Result:
+        """The transform departs from backward and from finite differences: its own bug."""
+        context = self.context
+        where = self._where(finding)
+        message = (
+            f"{finding.transform} gives a wrong gradient of {context.describe_argument(index)} "
+            f"{where}: torch.func {finding.value:.6g}, finite differences {finding.numerical:.6g}"
+            f", backward {backward:.6g}"
+        )
+        if finding.element is not None:
+            message += f" ({finding.mismatched} of {finding.total} entries off)"
+        jvp_failed = any(r.check == "jvp" and r.failed for r in context.earlier)
+        same_as = "jvp" if finding.transform == JACFWD and jvp_failed else None
+        return context.result(
+            self.check, Status.FAIL, message,
+            input_index=index, element=finding.element,
+            output_index=finding.output[0] if finding.output else None,
+            analytical=finding.value, numerical=finding.numerical,
+            max_abs_error=abs(finding.value - finding.numerical),
+            mismatched=finding.mismatched if finding.element is not None else None,
+            total=finding.total if finding.element is not None else None,
+            value_labels=(finding.transform, "finite differences"),
+            hint="torch.func gives a different gradient than autograd's backward (which agrees "
+            f"with finite differences here): {_CAUSES[finding.transform]}",
+            notes=self._weighting_note(finding.transform), same_as=same_as,
+        )  # fmt: skip
+
+    def _where(self, finding: Finding) -> str:
+        if finding.element is None:
+            weighting = "wᵀJu" if finding.transform == GRAD else "vᵀJu"
+            return f"along a random direction u (the projection {weighting})"
+        where = f"at {element_words(finding.element)}"
+        if finding.output is not None:
+            output_index, output_element = finding.output
+            where += f", output {output_index} element {list(output_element)}"
+        return where
+
+    def _weighting_note(self, transform: str) -> tuple[str, ...]:
+        if transform == GRAD:
+            return ("torch.func.grad differentiates a seeded random weighting Σ w·y of the outputs",)
+        if transform == VJP:
+            return ("torch.func.vjp pulls back a seeded random cotangent v",)
+        return ()
+
+    # --- randomized mode ----------------------------------------------------------------
+
+    def _projected(self, transform: str, index: int, got: torch.Tensor) -> Result | None:
+        """wᵀJu: the transform's row times a random direction u, against central
+        differences along u (numerical_jacobian of t -> f(x + t·u))."""
+        tol = self.context.tolerance
+        argument = self.arguments[index]
+        generator = self.context.generator(salt=910 + index)
+        direction = torch.randn(argument.shape, generator=generator, dtype=torch.float64)
+        weights = self._weights(transform)
+        along = numerical_jacobian(
+            self._line(index, direction), [torch.zeros((), dtype=torch.float64)], 0, tol.eps
+        ).to(torch.float64)
+        numerical = float(weights @ along)
+        value = float(got @ direction.reshape(-1, 1))
+        atol = tol.atol * float(weights.norm() * direction.norm())
+        if abs(value - numerical) <= atol + tol.rtol * abs(numerical):
+            return None
+        chosen = self.transforms.weights if transform == GRAD else self.transforms.cotangents
+        with torch.enable_grad(), user_code("backward"):
+            (gradient,) = torch.autograd.grad(
+                self.selection.outputs, [argument], list(chosen),
+                retain_graph=True, allow_unused=True,
+            )  # fmt: skip
+        backward = 0.0 if gradient is None else float((gradient.to(torch.float64) * direction).sum())
+        finding = Finding(transform, None, None, value, numerical)
+        if abs(value - backward) <= atol + tol.rtol * abs(backward):
+            return self._inherit(index, finding)
+        return self._failure(index, finding, backward)
+
+    def _line(self, index: int, direction: torch.Tensor) -> Any:
+        base = self.arguments[index].detach()
+
+        def evaluate(step: torch.Tensor) -> list[torch.Tensor]:
+            shifted = list(self.arguments)
+            shifted[index] = (base + step * direction).requires_grad_(base.requires_grad)
+            return self.selection.evaluate(*shifted)
+
+        return evaluate
+
+
+def inherited(context: CaseContext, check: str, judge: Judge) -> list[Result]:
+    """One failure per argument whose transforms inherit backward's wrong gradient."""
+    results = []
+    for index, findings in judge.inherited.items():
+        first = findings[0]
+        names = list(dict.fromkeys(f.transform.removeprefix("torch.func.") for f in findings))
+        fd_failed = any(
+            r.check == "finite_difference" and r.input_index == index and r.failed
+            for r in context.earlier
+        )
+        message = (
+            f"torch.func {', '.join(names)} give backward's wrong gradient of "
+            f"{context.describe_argument(index)} {judge._where(first)}: torch.func "
+            f"{first.value:.6g}, finite differences {first.numerical:.6g}"
+        )
+        results.append(
+            context.result(
+                check, Status.FAIL, message,
+                input_index=index, element=first.element, analytical=first.value,
+                numerical=first.numerical, value_labels=(first.transform, "finite differences"),
+                hint="the transforms agree with autograd's backward, which is wrong here: fix "
+                "backward, and torch.func follows",
+                same_as="finite_difference" if fd_failed else None,
+            )  # fmt: skip
+        )
+    return results
