@@ -74,7 +74,7 @@ class Choice:
         if self.kind == TENSOR:
             what = f": a float64 tensor {list(self.shape)}"
         elif self.kind == NUMBER:
-            what = f": the {'list' if isinstance(self.value, tuple) else 'number'} {self.item!r}"
+            what = f": the {kind_of(self.value)} {self.item!r}"
         else:
             what = f"={self.value!r}"
         return f"{self.name}{what}" + (f" ({self.reason})" if self.reason else "")
@@ -182,7 +182,8 @@ def _plans(target: Target) -> list[_Plan]:
             )
             plans.append(_Plan(index, name, LITERAL, default, reason, flexible=False))
         elif "Tensor" in annotation:
-            plans.append(_Plan(index, name, TENSOR, reason="annotated Tensor", flexible=False))
+            reason = "Tensor in the op's schema" if target.schema_types else "annotated Tensor"
+            plans.append(_Plan(index, name, TENSOR, reason=reason, flexible=False))
         elif annotation in SCALAR_TYPES:
             value = SCALAR_NAMES.get(name, SCALAR_TYPES[annotation])
             reason = f"{annotation}, no default: choose a value"
@@ -397,12 +398,19 @@ def spec_text(inference: Inference, case: str = "basic", header: Sequence[str] =
     return "\n".join(lines) + "\n"
 
 
+def kind_of(value: Any) -> str:
+    """What an inferred literal is, in a word: a number, a bool (True) or a list ([-1])."""
+    if isinstance(value, tuple):
+        return "list"
+    return "bool" if isinstance(value, bool) else "number"
+
+
 def comment(choice: Choice) -> str:
     """The YAML comment beside an input: what it is and why it was chosen."""
     if choice.kind == TENSOR:
         what = "a tensor"
     elif choice.kind == NUMBER:
-        what = "a list" if isinstance(choice.value, tuple) else "a number"
+        what = f"a {kind_of(choice.value)}"
     else:
         return f"{choice.name}: {choice.reason}"
     return f"{choice.name}: {what}" + (f" ({choice.reason})" if choice.reason else "")
