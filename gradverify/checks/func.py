@@ -155,7 +155,8 @@ class FuncCheck:
             JACFWD: judge.transforms.run_jacfwd,
         }
         failures: list[Result] = []
-        crashes: dict[str, list[str]] = {}  # torch's message -> the transforms that raised it
+        # torch's complaint -> (the transforms that raised it, the first error): one finding
+        crashes: dict[str, tuple[list[str], UserCodeError]] = {}
         ran = []
         for name in names:
             try:
@@ -163,43 +164,41 @@ class FuncCheck:
             except UserCodeError as error:
                 if name == JACFWD and "randomness" in str(error.error):
                     judge.notes.append(f"{JACFWD} not run: {RANDOM}")
-                    continue
-                said = crashes.setdefault(_first_line(error.error), [])
-                said.append(name)
-                if len(said) == 1:
-                    failures.append(self._crash(context, name, error, notes))
-                else:  # the same complaint from another transform: one finding, every name
-                    failures = [_renamed(r, said) if r.message.startswith(said[0]) else r
-                                for r in failures]  # fmt: skip
+                else:
+                    crashes.setdefault(_first_line(error.error), ([], error))[0].append(name)
                 continue
             ran.append(name)
-            failures.extend(judge.compare(name, blocks))
-        failures.extend(inherited(context, self.id, judge))
+            try:  # the comparison calls forward and backward eagerly
+                failures.extend(judge.compare(name, blocks))
+            except UserCodeError as error:
+                failures.append(crash_result(context, self.id, error))
+                break
+        crashed = [self._crash(context, raised, error) for raised, error in crashes.values()]
+        failures = [*crashed, *failures, *inherited(context, self.id, judge)]
         return [replace(r, notes=(*notes, *r.notes)) for r in failures], ran
 
-    def _crash(
-        self, context: CaseContext, name: str, error: UserCodeError, notes: tuple[str, ...]
-    ) -> Result:
+    def _crash(self, context: CaseContext, names: list[str], error: UserCodeError) -> Result:
+        """One failure for every transform that raised the same error."""
         result = crash_result(context, self.id, error)
         if not result.failed:  # forward or backward already fails eagerly: said there
             return result
         where = f" at {error.location}" if error.location else ""
         return replace(
             result,
-            message=f"{name} raised {type(error.error).__name__}{where}: "
-            f"{_first_line(error.error)}",
-            hint=crash_hint(name, str(error.error)),
+            message=f"{_joined(names)} {'raised' if len(names) == 1 else 'raise'} "
+            f"{type(error.error).__name__}{where}: {_first_line(error.error)}",
+            hint=crash_hint(names[0], str(error.error)),
         )
 
 
-def _renamed(result: Result, names: list[str]) -> Result:
-    """A crash message naming every transform that raised it."""
+def _joined(names: list[str]) -> str:
+    """`torch.func.grad`, or `torch.func.grad, vjp and jacrev`."""
+    if len(names) == 1:
+        return names[0]
     short = [name.removeprefix("torch.func.") for name in names]
-    joined = f"torch.func.{', '.join(short[:-1])} and {short[-1]}"
-    return replace(result, message=result.message.replace(f"{names[0]} raised", f"{joined} raise", 1))
+    return f"torch.func.{', '.join(short[:-1])} and {short[-1]}"
 
 
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else "(no message)"
-

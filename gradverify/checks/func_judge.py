@@ -179,7 +179,7 @@ class Judge:
     def _failure(self, index: int, finding: Finding, backward: float) -> Result:
         """The transform departs from backward and from finite differences: its own bug."""
         context = self.context
-        where = self._where(finding)
+        where = self.where(finding)
         message = (
             f"{finding.transform} gives a wrong gradient of {context.describe_argument(index)} "
             f"{where}: torch.func {finding.value:.6g}, finite differences {finding.numerical:.6g}"
@@ -203,7 +203,8 @@ class Judge:
             notes=self._weighting_note(finding.transform), same_as=same_as,
         )  # fmt: skip
 
-    def _where(self, finding: Finding) -> str:
+    def where(self, finding: Finding) -> str:
+        """Where a finding lies: the element (and output element), or the projection."""
         if finding.element is None:
             weighting = "wᵀJu" if finding.transform == GRAD else "vᵀJu"
             return f"along a random direction u (the projection {weighting})"
@@ -215,7 +216,9 @@ class Judge:
 
     def _weighting_note(self, transform: str) -> tuple[str, ...]:
         if transform == GRAD:
-            return ("torch.func.grad differentiates a seeded random weighting Σ w·y of the outputs",)
+            return (
+                "torch.func.grad differentiates a seeded random weighting Σ w·y of the outputs",
+            )
         if transform == VJP:
             return ("torch.func.vjp pulls back a seeded random cotangent v",)
         return ()
@@ -244,7 +247,9 @@ class Judge:
                 self.selection.outputs, [argument], list(chosen),
                 retain_graph=True, allow_unused=True,
             )  # fmt: skip
-        backward = 0.0 if gradient is None else float((gradient.to(torch.float64) * direction).sum())
+        backward = (
+            0.0 if gradient is None else float((gradient.to(torch.float64) * direction).sum())
+        )
         finding = Finding(transform, None, None, value, numerical)
         if abs(value - backward) <= atol + tol.rtol * abs(backward):
             return self._inherit(index, finding)
@@ -273,17 +278,22 @@ def inherited(context: CaseContext, check: str, judge: Judge) -> list[Result]:
         )
         message = (
             f"torch.func {', '.join(names)} give backward's wrong gradient of "
-            f"{context.describe_argument(index)} {judge._where(first)}: torch.func "
+            f"{context.describe_argument(index)} {judge.where(first)}: torch.func "
             f"{first.value:.6g}, finite differences {first.numerical:.6g}"
         )
         results.append(
             context.result(
-                check, Status.FAIL, message,
-                input_index=index, element=first.element, analytical=first.value,
-                numerical=first.numerical, value_labels=(first.transform, "finite differences"),
+                check,
+                Status.FAIL,
+                message,
+                input_index=index,
+                element=first.element,
+                analytical=first.value,
+                numerical=first.numerical,
+                value_labels=(first.transform, "finite differences"),
                 hint="the transforms agree with autograd's backward, which is wrong here: fix "
                 "backward, and torch.func follows",
                 same_as="finite_difference" if fd_failed else None,
-            )  # fmt: skip
+            )
         )
     return results

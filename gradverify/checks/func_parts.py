@@ -66,7 +66,7 @@ class Transforms:
     def run_vjp(self) -> Blocks:
         """vᵀJ for every differentiated argument at once: [1, elements] each."""
         with quiet(), user_code(VJP):
-            _, pullback = torch.func.vjp(self.outputs, *self.primals)
+            pullback = torch.func.vjp(self.outputs, *self.primals)[1]
             gradients = pullback(self.cotangents)
         return {
             index: _row(gradient, self.arguments[index])
@@ -122,7 +122,10 @@ def flat_weights(weights: Sequence[torch.Tensor]) -> torch.Tensor:
 
 def _weighted(outputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]) -> torch.Tensor:
     total = sum(
-        ((output * weight.to(output.dtype)).sum() for output, weight in zip(outputs, weights)),
+        (
+            (output * weight.to(output.dtype)).sum()
+            for output, weight in zip(outputs, weights, strict=True)
+        ),
         torch.zeros((), dtype=torch.float64),
     )
     assert isinstance(total, torch.Tensor)
