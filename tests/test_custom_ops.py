@@ -12,6 +12,7 @@ import torch
 from gradverify import authoring
 from gradverify.api import verify
 from gradverify.cache import target_source_files
+from gradverify.checks.vmap import NO_OP_VMAP
 from gradverify.errors import SpecError, TargetError
 from gradverify.inference import infer
 from gradverify.results import Status
@@ -182,6 +183,19 @@ def test_a_correct_op_with_literals_passes():
     gradient = next(r for r in report.results if r.check == "finite_difference")
     assert gradient.status is Status.PASS
     assert gradient.input_name == "x"
+
+
+def test_vmap_checks_an_ops_registered_vmap_rule():
+    report = verify(custom_ops.sin_vmap, [{"shape": [4]}], checks=["vmap"])
+    (result,) = report.results
+    assert result.status is Status.PASS
+    assert "and the gradients of 1 argument(s)" in result.message
+    (wrong,) = verify(custom_ops.sin_wrong_vmap, [{"shape": [4]}], checks=["vmap"]).results
+    assert wrong.status is Status.FAIL
+    assert wrong.message.startswith("output 0 under torch.vmap differs from a loop")
+    (none,) = verify(custom_ops.mul, [{"shape": [4]}, {"shape": [4]}], checks=["vmap"]).results
+    assert not none.applies
+    assert none.message == NO_OP_VMAP
 
 
 def test_a_wrong_backward_is_caught_at_the_element_and_its_line():

@@ -25,6 +25,7 @@ from gradverify.target import Target
 BATCH = 3
 NO_VMAP = "the Function defines no vmap rule (vmap or generate_vmap_rule)"
 NOT_A_FUNCTION = "not a torch.autograd.Function: there is no vmap rule of its own to check"
+NO_OP_VMAP = "the custom op registers no vmap rule (register_vmap)"
 RANDOM = (
     "forward draws random numbers, which torch.vmap refuses by default: batched and looped "
     "results cannot be compared"
@@ -34,7 +35,10 @@ Outputs = tuple[Any, ...]
 
 
 def defines_vmap(target: Target) -> bool:
-    """Whether the target is a Function with a vmap staticmethod or generate_vmap_rule = True."""
+    """Whether the target is a Function with a vmap staticmethod or generate_vmap_rule = True,
+    or a custom op with a rule registered by register_vmap."""
+    if target.op_name is not None:  # a custom op's own rule, from register_vmap
+        return getattr(target.obj, "_vmap_fn", None) is not None
     if not target.is_function:
         return False
     function = target.obj
@@ -54,6 +58,7 @@ class VmapCheck:
     def run(self, context: CaseContext) -> list[Result]:
         if not defines_vmap(context.target):
             reason = NO_VMAP if context.target.is_function else NOT_A_FUNCTION
+            reason = NO_OP_VMAP if context.target.op_name is not None else reason
             return [context.result(self.id, Status.SKIP, reason, applies=False)]
         if not any(isinstance(a, torch.Tensor) for a in context.arguments):
             return [context.result(self.id, Status.SKIP, "no tensor argument to batch")]

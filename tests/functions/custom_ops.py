@@ -83,7 +83,51 @@ def _mul_backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
 mul.register_autograd(_mul_backward, setup_context=_mul_setup)
 
 
+def _sin_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    (x,) = ctx.saved_tensors
+    return grad * x.cos()
+
+
+@torch.library.custom_op("gradverify_tests::sin_vmap", mutates_args=())
+def sin_vmap(x: torch.Tensor) -> torch.Tensor:
+    """sin(x) with a vmap rule of its own (register_vmap)."""
+    return x.sin()
+
+
+@sin_vmap.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@sin_vmap.register_vmap
+def _(info: Any, in_dims: tuple[int | None], x: torch.Tensor) -> tuple[torch.Tensor, int | None]:
+    return sin_vmap(x), in_dims[0]
+
+
+sin_vmap.register_autograd(_sin_backward, setup_context=_save_x)
+
+
 # --- one registration missing or wrong ---------------------------------------------------
+
+
+@torch.library.custom_op("gradverify_tests::sin_wrong_vmap", mutates_args=())
+def sin_wrong_vmap(x: torch.Tensor) -> torch.Tensor:
+    """sin(x) whose vmap rule flips the batch: entry i gets entry B-1-i's result."""
+    return x.sin()
+
+
+@sin_wrong_vmap.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@sin_wrong_vmap.register_vmap
+def _(info: Any, in_dims: tuple[int | None], x: torch.Tensor) -> tuple[torch.Tensor, int | None]:
+    batch = in_dims[0] if in_dims[0] is not None else 0
+    return sin_wrong_vmap(x.flip(batch)), in_dims[0]
+
+
+sin_wrong_vmap.register_autograd(_sin_backward, setup_context=_save_x)
 
 
 @torch.library.custom_op("gradverify_tests::cube_wrong_backward", mutates_args=())
