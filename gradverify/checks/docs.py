@@ -200,9 +200,9 @@ Common failures and fixes:
     causes as finite_difference (sign, factor, a term missing).
   - a tangent in the wrong dtype loses precision silently: compute in the output's dtype.""",
     "vmap": """\
-For a Function that defines `vmap` or sets `generate_vmap_rule = True`: torch.vmap over a
-batch of 3 must give the outputs (and gradients) of a Python loop over the same inputs.
-Without either, it is `skip`.
+For a Function that defines `vmap` or sets `generate_vmap_rule = True`, or a custom op with
+a rule registered by `register_vmap`: torch.vmap over a batch of 3 must give the outputs
+(and gradients) of a Python loop over the same inputs. Without a rule, it is `skip`.
 
 Common failures and fixes:
   - a wrong output shape: your vmap staticmethod must return the outputs and their batch
