@@ -6,9 +6,12 @@ Usage: python bench/checks.py [--check compile] [--check opcheck] [--repeat 2] [
 For each check id: every case of the bundled specs (specs/) runs that check alone, in a fresh
 process, in-process (no worker); the table gives the check's own time on the first case it
 applies to (which pays for what the check imports and warms up, e.g. torch._dynamo) and the
-median of the later ones. Then `gradverify check specs --no-cache` (isolated workers, the whole
-command) runs on a copy of specs/ without the check anywhere and with it on every case
-(`extra_checks` in [tool.gradverify]), side by side. Not a test: numbers vary with the machine;
+median of the later ones. Then, for an opt-in check, `gradverify check specs --no-cache` (isolated workers, the whole
+command) runs on a copy of specs/ without the check where a spec asks for it and with it on
+every case (`extra_checks` in [tool.gradverify]), side by side, in wall and CPU time (a busy
+machine stretches wall time; CPU time is steadier): once without the custom-op specs, whose
+targets run `compile` by default (so that "without" has no `compile` at all), once with
+every spec. Not a test: numbers vary with the machine;
 the ratios are what matter.
 """
 
@@ -18,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -60,27 +64,56 @@ def per_case(check: str) -> list[tuple[str, str, float]]:
     return [tuple(row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
-def suite(check: str, repeat: int) -> tuple[float, float]:
-    """Best wall time of `gradverify check specs --no-cache`, without `check` and with it on
-    every case."""
+def custom_op_specs() -> set[str]:
+    """The bundled spec files with a custom-op target (which runs `compile` by default)."""
+    sys.path.insert(0, str(ROOT))
+    from gradverify.spec.load import load_spec_file
+    from gradverify.target import load_target
+
+    return {
+        path.name
+        for path in (ROOT / "specs").glob("*.yaml")
+        for entry in load_spec_file(path)
+        if entry.spec.target and load_target(entry.spec.target).op_name is not None
+    }
+
+
+def suite(check: str, repeat: int, leave_out: set[str]) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of `gradverify check specs --no-cache`, each the best of `repeat`,
+    on the bundled specs but `leave_out`: without `check` where a spec asks for it, then
+    with it on every case. The two alternate run by run, so that a busy machine slows both
+    alike."""
     gradverify = shutil.which("gradverify") or str(Path(sys.executable).parent / "gradverify")
-    times = []
+    best = [(float("inf"), float("inf"))] * 2
     with tempfile.TemporaryDirectory() as scratch:
+        projects = []
         for with_check in (False, True):
             project = Path(scratch) / ("with" if with_check else "without")
             shutil.copytree(ROOT / "specs", project / "specs")
             for spec in (project / "specs").glob("*.yaml"):
-                spec.write_text(_without(spec.read_text(), check))
+                if spec.name in leave_out:
+                    spec.unlink()
+                else:
+                    spec.write_text(_without(spec.read_text(), check))
             extra = f'extra_checks = ["{check}"]\n' if with_check else ""
             (project / "pyproject.toml").write_text(f"[tool.gradverify]\n{extra}")
-            best = float("inf")
-            for _ in range(repeat):
-                started = time.perf_counter()
-                command = [gradverify, "check", "specs", "--no-cache", "-q"]
-                subprocess.run(command, cwd=project, capture_output=True, check=False)
-                best = min(best, time.perf_counter() - started)
-            times.append(best)
-    return times[0], times[1]
+            projects.append(project)
+        for _ in range(repeat):
+            for index, project in enumerate(projects):
+                wall, cpu = _timed([gradverify, "check", "specs", "--no-cache", "-q"], project)
+                best[index] = (min(best[index][0], wall), min(best[index][1], cpu))
+    return best
+
+
+def _timed(command: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU time (user + system of the command and every process it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, cwd=cwd, capture_output=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def _without(text: str, check: str) -> str:
@@ -117,9 +150,16 @@ def main() -> None:
         return
     print("\n| `gradverify check specs --no-cache` | without (s) | with, every case (s) | ratio |")
     print("| --- | ---: | ---: | ---: |")
-    for check in checks:
-        without, with_check = suite(check, arguments.repeat)
-        print(f"| `{check}` | {without:.3f} | {with_check:.3f} | {with_check / without:.2f}× |")
+    from gradverify.spec.models import OPT_IN_CHECKS
+
+    ops = custom_op_specs()
+    for check in (c for c in checks if c in OPT_IN_CHECKS):  # the others run by default
+        # Custom-op targets run `compile` by default: without their specs, "without" has none.
+        for leave_out, which in ((ops, f"without {', '.join(sorted(ops))}"), (set(), "all")):
+            (wall, cpu), (wall_with, cpu_with) = suite(check, arguments.repeat, leave_out)
+            for kind, before, after in (("wall", wall, wall_with), ("CPU", cpu, cpu_with)):
+                row = f"`{check}`, specs/ ({which}), {kind}"
+                print(f"| {row} | {before:.3f} | {after:.3f} | {after / before:.2f}× |")
 
 
 if __name__ == "__main__":

@@ -101,7 +101,9 @@ class Break:
     graph_break: bool  # a graph break (the code runs in pieces) rather than an error
 
 
-def explain_break(call: Callable[..., Any], arguments: tuple[Any, ...], error: Exception) -> Break:
+def explain_break(
+    call: Callable[..., Any], arguments: tuple[Any, ...], error: BaseException
+) -> Break:
     """What stopped fullgraph tracing: torch._dynamo.explain's first break reason and its user
     frame; failing that (an error while tracing, not a break), the error's own words."""
     import torch._dynamo
@@ -140,7 +142,7 @@ def _labelled(lines: list[str], label: str) -> str | None:
     return found.removeprefix(label).strip() if found else None
 
 
-def _torch_words(error: Exception) -> str:
+def _torch_words(error: BaseException) -> str:
     """The error's message without dynamo's advice on debugging it."""
     text = str(error).split("\nfrom user code:")[0]
     text = text.split("\nSet TORCHDYNAMO_VERBOSE")[0].strip()
