@@ -44,7 +44,8 @@ def _not_applicable(report, case):
 
 
 def test_what_the_function_lacks_does_not_apply(report):
-    assert _not_applicable(report, "plain") == {"jvp", "vmap"}
+    # a classic Function: no jvp, no vmap rule, not transformable by torch.func, not a custom op
+    assert _not_applicable(report, "plain") == {"jvp", "vmap", "func", "opcheck"}
     assert not any(r.applies is False for r in report.results if r.status.value != "skip")
 
 
