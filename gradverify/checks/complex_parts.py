@@ -108,23 +108,20 @@ class Parts:
             if index < len(arguments)
         }
 
-    def entry_words(
-        self, name: str, position: int, column: int, row_part: str | None, grad_output: bool
-    ) -> str:
+    def entry_words(self, name: str, position: int, column: int, row_part: str | None) -> str:
         """Which part of which is wrong, in plain words ("" when nothing is complex).
 
-        `grad_output`: the rows are outputs that backward receives a grad_output for (first
-        order), so a complex output's part says which grad_output the gradient answers.
+        A complex output's part says which grad_output the gradient answers: 1 for its real
+        part, 1j for its imaginary part.
         """
         column_part = self.column_part(position, column)
         if column_part is None and row_part is None:
             return ""
         of = f"of the {row_part} part of the output " if row_part else ""
+        answers = f"grad_output {GRAD_OUTPUTS[PART_NAMES.index(row_part)]}" if row_part else ""
         if column_part is None:
-            return f"the derivative {of}(grad_output {GRAD_OUTPUTS[PART_NAMES.index(row_part or 'real')]})"
-        words = f"the {column_part} part of the gradient"
-        if row_part is not None and grad_output:
-            words += f" for grad_output {GRAD_OUTPUTS[PART_NAMES.index(row_part)]}"
+            return f"the derivative {of}({answers})"
+        words = f"the {column_part} part of the gradient" + (f" for {answers}" if answers else "")
         return f"{words} (the derivative {of}with respect to the {column_part} part of {name})"
 
 
@@ -201,6 +198,16 @@ def _contiguous_pairs(value: torch.Tensor) -> torch.Tensor:
 def pairs_of(tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """grad_outputs (or any tensors) with the complex ones as real leaf pairs."""
     return [as_pairs(t) if t.is_complex() else t for t in tensors]
+
+
+def second_order_parts(
+    first: Parts, n_arguments: int, grad_outputs: Sequence[torch.Tensor]
+) -> Parts:
+    """The pairs of a second-order problem (values: arguments, then grad_outputs; rows: the
+    gradients of the arguments): the complex arguments and the complex grad_outputs among
+    the values, and the gradients of complex arguments among the rows."""
+    from_outputs = {n_arguments + k for k, g in enumerate(grad_outputs) if g.is_complex()}
+    return Parts(first.columns | from_outputs, set(first.columns))
 
 
 def _numel(shape: Sequence[int]) -> int:

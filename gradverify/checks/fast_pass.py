@@ -20,7 +20,6 @@ from typing import Any
 import torch
 
 from gradverify.checks.base import CaseContext
-from gradverify.checks.complex_parts import realify
 from gradverify.checks.modes import first_order_problem, randomized_failure
 from gradverify.checks.randomized import Entry, Localizer, Problem
 from gradverify.checks.torch_gradcheck import torch_complaint
@@ -43,8 +42,7 @@ def look_again(
     group testing localizes (none: torch's pass stands)."""
     if _already_looked(context, wrt):
         return []
-    real = realify(context, arguments, wrt)  # complex values as (real, imaginary) pairs
-    problem = first_order_problem(real.context, real.arguments, wrt, real.parts)
+    problem = first_order_problem(context, arguments, wrt)
     if problem is None:
         return []
     localizer = Localizer(problem, context.generator)

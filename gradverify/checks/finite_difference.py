@@ -91,11 +91,11 @@ class FiniteDifferenceCheck:
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
         mode, reason = resolve_mode(context, arguments)
+        if mode == "randomized":
+            return randomized_run(context, self.id, arguments, wrt, (*notes, reason))
         # Complex values as (real, imaginary) pairs, checked as torch's gradcheck checks them.
         real = realify(context, arguments, wrt)
         context, arguments = real.context, real.arguments
-        if mode == "randomized":
-            return randomized_run(context, self.id, arguments, wrt, (*notes, reason), real.parts)
         try:
             approximate = context.spec.gradient == "approximate"
             blocks = jacobian_blocks(context, arguments, wrt, approximate, real.parts)
@@ -119,11 +119,10 @@ def randomized_run(
     arguments: tuple[Any, ...],
     wrt: Sequence[int],
     notes: tuple[str, ...],
-    parts: Parts = NO_PARTS,
 ) -> list[Result]:
     """Randomized mode: random projections per argument, group testing on a discrepancy."""
     try:
-        problem = first_order_problem(context, arguments, wrt, parts)
+        problem = first_order_problem(context, arguments, wrt)
         if problem is None:
             return [context.result(check, Status.SKIP, "no output is differentiable", notes=notes)]
         localizer = Localizer(problem, context.generator)
@@ -251,7 +250,7 @@ def mismatch_failure(
     user_shape = parts.shape(index, argument.shape)
     if len(blocks.layout.indices) > 1 or parts.row_count(blocks.layout) != _numel(user_shape):
         where += f", output {output_index} element {list(output_element)}"
-    which = parts.entry_words(name, index, comparison.column, row_part, grad_output=True)
+    which = parts.entry_words(name, index, comparison.column, row_part)
     message = (
         f"gradient of {context.describe_argument(index)} is wrong at {where}"
         f"{f': {which}' if which else ''}: analytical {comparison.analytical:.6g}, numerical "
@@ -373,6 +372,6 @@ def _error_fields(index: int, comparison: Comparison, notes: tuple[str, ...]) ->
 def promotion_notes(context: CaseContext, arguments: Sequence[Any]) -> tuple[str, ...]:
     return tuple(
         f"{context.describe_argument(index)} promoted from {str(dtype).removeprefix('torch.')} "
-        "to float64 for this check"
+        f"to {'complex128' if dtype.is_complex else 'float64'} for this check"
         for index, dtype in promoted_arguments(arguments)
     )

@@ -167,8 +167,7 @@ class GradcheckCheck:
         headline, is_mismatch = self._headline(context, message, wrt, notes, fast=True)
         if not is_mismatch:
             return [headline]
-        real = realify(context, arguments, wrt)
-        problem = first_order_problem(real.context, real.arguments, wrt, real.parts)
+        problem = first_order_problem(context, arguments, wrt)
         if problem is None:
             return [headline]
         localizer = Localizer(problem, context.generator)
@@ -176,7 +175,7 @@ class GradcheckCheck:
         failing = [i for i in wrt if exams[i].wrong]
         if failing:
             return [randomized_failure(context, self.id, problem, exams[i], notes) for i in failing]
-        masks = real.parts.user_masks(held_masks(exams, real.arguments), arguments)
+        masks = problem.parts.user_masks(held_masks(exams, problem.values), arguments)
         if not masks:  # group testing cannot reproduce torch's complaint
             return [headline]
         held = hold_fixed(context.target.call, arguments, masks)

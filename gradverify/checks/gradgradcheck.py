@@ -13,7 +13,13 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result
 from gradverify.checks.compare import Comparison
-from gradverify.checks.complex_parts import NO_PARTS, Parts, pairs_of, realify
+from gradverify.checks.complex_parts import (
+    NO_PARTS,
+    Parts,
+    pairs_of,
+    realify,
+    second_order_parts,
+)
 from gradverify.checks.finite_difference import (
     Blocks,
     assess,
@@ -168,11 +174,7 @@ class GradgradcheckCheck:
                     notes=notes,
                 )
             ]
-        real = realify(context, arguments, wrt)  # complex values as (real, imaginary) pairs
-        context = real.context
-        blocks, positions = second_order_blocks(
-            context, real.arguments, wrt, grad_outputs, real.parts
-        )
+        blocks, positions = second_order_blocks(context, arguments, wrt, grad_outputs)
         assessments = {p: assess(context, p, blocks) for p in positions}
         failing = [p for p in positions if not assessments[p].comparison.ok]
         if failing:
@@ -187,7 +189,7 @@ class GradgradcheckCheck:
                 for p in failing
             ]
         kinks = {p: a.kinks for p, a in assessments.items() if p < len(arguments)}
-        masks = blocks.parts.user_masks(kink_masks(kinks, real.arguments), arguments)
+        masks = blocks.parts.user_masks(kink_masks(kinks, blocks.arguments), arguments)
         if not masks:  # our own comparison cannot reproduce torch's complaint
             return [
                 context.result(
@@ -231,7 +233,7 @@ class GradgradcheckCheck:
                 self.id, Status.FAIL, f"gradgradcheck: {text}", hint=other_hint or hint,
                 notes=notes,
             )]  # fmt: skip
-        problem = realified_second_order(context, arguments, wrt, grad_outputs)
+        problem = second_order_problem(context, arguments, wrt, grad_outputs)
         if problem is None:
             return [headline]
         localizer = Localizer(problem, context.generator)
@@ -269,7 +271,7 @@ class GradgradcheckCheck:
     ) -> list[Result]:
         """What random projections and group testing find in the second derivatives after
         torch's fast mode passed: wrong entries (fail), or only kinks (warn), or nothing."""
-        problem = realified_second_order(context, arguments, wrt, grad_outputs)
+        problem = second_order_problem(context, arguments, wrt, grad_outputs)
         if problem is None:
             return []
         localizer = Localizer(problem, context.generator)
@@ -398,17 +400,17 @@ def second_order_blocks(
     arguments: tuple[Any, ...],
     wrt: list[int],
     grad_outputs: list[torch.Tensor],
-    parts: Parts = NO_PARTS,
 ) -> tuple[Blocks, list[int]]:
     """Jacobians of the first-order gradients w.r.t. the arguments and the grad_outputs.
 
     The rows are the elements of every non-None gradient (OutputLayout.indices names the
-    argument each gradient belongs to); positions index `arguments + grad_outputs`. With
-    complex values, `context`, `arguments` and `parts` are `complex_parts.realify`'s.
+    argument each gradient belongs to); positions index `arguments + grad_outputs`. Complex
+    values are (real, imaginary) pairs in them (`complex_parts.py`).
     """
-    second = second_order_parts(parts, len(arguments), grad_outputs)
-    grad_outputs = pairs_of(grad_outputs)
-    selection = gradient_selection(context.target.call, arguments, wrt, grad_outputs)
+    real = realify(context, arguments, wrt)
+    second = second_order_parts(real.parts, len(arguments), grad_outputs)
+    arguments, grad_outputs = real.arguments, pairs_of(grad_outputs)
+    selection = gradient_selection(real.context.target.call, arguments, wrt, grad_outputs)
     values = (*arguments, *grad_outputs)
     # torch's input j counts the arguments that require grad, then the grad_outputs.
     positions = [*wrt, *range(len(arguments), len(values))]
@@ -421,25 +423,3 @@ def second_order_blocks(
         values, selection.layout, analytical, numerical, selection.evaluate, parts=second
     )
     return blocks, positions
-
-
-def realified_second_order(
-    context: CaseContext,
-    arguments: tuple[Any, ...],
-    wrt: list[int],
-    grad_outputs: list[torch.Tensor],
-) -> Problem | None:
-    """`second_order_problem` with complex values as (real, imaginary) pairs."""
-    real = realify(context, arguments, wrt)
-    parts = second_order_parts(real.parts, len(arguments), grad_outputs)
-    return second_order_problem(real.context, real.arguments, wrt, pairs_of(grad_outputs), parts)
-
-
-def second_order_parts(
-    first: Parts, n_arguments: int, grad_outputs: Sequence[torch.Tensor]
-) -> Parts:
-    """The pairs of a second-order problem: the complex arguments and the complex
-    grad_outputs (of complex outputs) among the values, and the gradients of complex
-    arguments among the rows."""
-    from_outputs = {n_arguments + k for k, g in enumerate(grad_outputs) if g.is_complex()}
-    return Parts(first.columns | from_outputs, set(first.columns))

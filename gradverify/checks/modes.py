@@ -27,7 +27,7 @@ from typing import Any, Literal
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward
-from gradverify.checks.complex_parts import NO_PARTS, Parts
+from gradverify.checks.complex_parts import pairs_of, realify, second_order_parts
 from gradverify.checks.jacobian import (
     differentiable_outputs,
     element_words,
@@ -100,13 +100,15 @@ def _real_numel(tensor: torch.Tensor) -> int:
 
 
 def first_order_problem(
-    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int], parts: Parts = NO_PARTS
+    context: CaseContext, arguments: Sequence[Any], wrt: Sequence[int]
 ) -> Problem | None:
     """forward's differentiable outputs as a function of its arguments (None: there are none).
 
-    With complex values, `context` and `arguments` are `complex_parts.realify`'s."""
+    Complex arguments and outputs are (real, imaginary) pairs in it (`complex_parts.py`)."""
+    real = realify(context, arguments, wrt)
+    arguments, parts = real.arguments, real.parts
     with torch.enable_grad():
-        selection = forward_selection(context.target.call, arguments)
+        selection = forward_selection(real.context.target.call, arguments)
     if selection is None:
         return None
     tol = context.tolerance
@@ -123,11 +125,14 @@ def second_order_problem(
     arguments: tuple[Any, ...],
     wrt: list[int],
     grad_outputs: list[torch.Tensor],
-    parts: Parts = NO_PARTS,
 ) -> Problem | None:
     """The first-order gradients as a function of the arguments and grad_outputs, as
-    `second_order_blocks` sees them, for randomized mode (None: no gradient at all)."""
-    selection = gradient_selection(context.target.call, arguments, wrt, grad_outputs)
+    `second_order_blocks` sees them, for randomized mode (None: no gradient at all); complex
+    values as (real, imaginary) pairs."""
+    real = realify(context, arguments, wrt)
+    parts = second_order_parts(real.parts, len(arguments), grad_outputs)
+    arguments, grad_outputs = real.arguments, pairs_of(grad_outputs)
+    selection = gradient_selection(real.context.target.call, arguments, wrt, grad_outputs)
     if not selection.outputs:
         return None
     values = (*arguments, *grad_outputs)
@@ -176,7 +181,7 @@ def randomized_failure(
     if not elementwise:  # the output element is not the argument's own
         where += f", output {output_index} element {list(output_element)}"
     name = context.target.argument_name(index) or f"argument {index}"
-    which = parts.entry_words(name, index, worst.column, row_part, grad_output=True)
+    which = parts.entry_words(name, index, worst.column, row_part)
     where += f": {which}" if which else ""
     # Group testing stops at the first wrong entry of each projection: there may be more.
     count = exam.wrong_count
