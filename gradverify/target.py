@@ -19,7 +19,7 @@ from typing import Any
 from gradverify.dirty import DirtyArguments, dirty_arguments
 from gradverify.errors import TargetError
 from gradverify.spec.suggest import did_you_mean
-from gradverify.spec.targets import FORMS, parse_target
+from gradverify.spec.targets import FORMS, form_problem, parse_target
 
 _OUR_DIR = str(Path(__file__).resolve().parent)
 _IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
@@ -64,7 +64,7 @@ def load_target(spec: str) -> Target:
     of gradverify.spec.targets); TargetError on any failure."""
     form = parse_target(spec)
     if form is None:
-        raise TargetError(spec, f"expected {FORMS}")
+        raise TargetError(spec, form_problem(spec) or f"expected {FORMS}")
     module = None
     if form.module is not None:
         _make_cwd_importable()

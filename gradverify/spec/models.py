@@ -246,7 +246,7 @@ class FunctionSpec(_Strict):
     def _target_form(cls, target: str | None) -> str | None:
         problem = form_problem(target) if target is not None else None
         if problem is not None:  # the op forms too (gradverify.spec.targets)
-            raise ValueError(f"target {problem}")
+            raise ValueError(f"{problem}, not {target!r}")
         return target
 
     @field_validator("expected_gradient")

@@ -53,12 +53,12 @@ def module_of(spec: str) -> str | None:
 
 
 def form_problem(spec: str) -> str | None:
-    """What is wrong with how `spec` is written, in a sentence; None if it is well formed."""
+    """What is wrong with how `spec` is written, in a phrase; None if it is well formed."""
     if parse_target(spec) is not None:
         return None
     if "::" in spec:
         return (
-            f"{spec!r} is not a form an op takes: write `package.module:ns::name` (the module "
-            "that registers the op) or `op:ns::name` (an op already registered)"
+            "an op is written `package.module:ns::name` (after the module that registers it) "
+            "or `op:ns::name` (an op already registered)"
         )
-    return f"{spec!r} must look like {FORMS}"
+    return f"expected {FORMS}"
