@@ -282,3 +282,11 @@ def test_a_custom_op_target_runs_compile_without_being_asked(run_spec, find):
 
     assert [r.status.value for r in find(report, check="compile")] == ["pass"]
     assert find(function, check="compile") == []
+
+
+def test_a_random_function_is_compared_on_the_same_random_numbers(run_spec, only):
+    # A dropout-like mask: compiled and eager draw the same mask when seeded alike.
+    report = run_spec(compile_spec("tests.functions.layouts:RandomMask", "[{shape: [64]}]"))
+
+    result = only(report, check="compile")
+    assert result.status.value == "pass", result.message
