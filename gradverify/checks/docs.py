@@ -238,7 +238,7 @@ For a torch.library custom op (a `torch.library.custom_op` object, `module:ns::n
 `op:ns::name`): runs torch.library.opcheck's four tests on the case's inputs, which check
 what a gradient check cannot see. Each failing test is a `fail` naming the test and
 torch's reason; any other target is `skip`. Its first run in a process imports
-AOTAutograd (about 3 s); later cases take a tenth of a second or less.
+AOTAutograd (about 3 s); later cases take about 0.1 s.
 
   test_schema                 the schema says what the op does to its arguments: it writes
                               only to arguments declared in `mutates_args`, and returns no

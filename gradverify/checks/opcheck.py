@@ -5,8 +5,8 @@ torch.library.opcheck verifies what the op's gradient check cannot see: that its
 says what it does to its arguments, that its backward is registered where autograd finds
 it, that its fake implementation (`register_fake`) returns what the real op returns, and that
 AOTAutograd (torch.compile's tracer) runs it and its backward with symbolic shapes. It
-imports AOTAutograd on its first call in a process (seconds); later calls take a tenth of a
-second or less.
+imports AOTAutograd on its first call in a process (seconds); later calls take about a tenth
+of a second.
 """
 
 from __future__ import annotations
@@ -150,12 +150,15 @@ def explain(test: str, error: Any, target: Target) -> tuple[str, str]:
 
 
 def _registration(target: Target, method: str) -> str:
-    """How the user registers `method` for this op: a CustomOpDef's own method, or the
-    torch.library function for an op defined otherwise."""
+    """How the user calls `method` (register_fake, register_autograd) for this op: the
+    CustomOpDef's own method, or torch.library's function for an op defined otherwise."""
     definition = target.obj
-    if hasattr(definition, method) and hasattr(definition, "_init_fn"):
-        return f"`@{definition._init_fn.__name__}.{method}`"
-    return f'`@torch.library.{method}("{target.op_name}")`'
+    own = hasattr(definition, method) and hasattr(definition, "_init_fn")
+    name = f"{definition._init_fn.__name__}.{method}" if own else f"torch.library.{method}"
+    op = "" if own else f'"{target.op_name}"'
+    if method == "register_fake":
+        return f"`@{name}({op})`" if op else f"`@{name}`"
+    return f"`{name}({op + ', ' if op else ''}backward, setup_context=setup_context)`"
 
 
 def _where(context: CaseContext, test: str, error: Any) -> tuple[str | None, int | None]:

@@ -112,7 +112,7 @@ def test_an_op_without_an_autograd_kernel_fails_autograd_registration(run_spec):
         "test_autograd_registration fails: the op has no autograd kernel"
     )
     # Defined with torch.library.Library, not custom_op: the functions of torch.library.
-    assert '`@torch.library.register_autograd("gradverify_tests::cpu_only_sin")`' in (
+    assert '`torch.library.register_autograd("gradverify_tests::cpu_only_sin", backward,' in (
         registration.hint
     )
     assert '`@torch.library.register_fake("gradverify_tests::cpu_only_sin")`' in results[1].hint
