@@ -28,7 +28,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result
 from gradverify.checks.finite_difference import promotion_notes
-from gradverify.checks.func_judge import Judge, inherited
+from gradverify.checks.func_judge import Judge, joined, verdicts
 from gradverify.checks.func_parts import GRAD, JACFWD, JACREV, VJP, crash_hint, transforms_for
 from gradverify.checks.jacobian import forward_selection
 from gradverify.checks.jvp import defines_jvp
@@ -169,12 +169,12 @@ class FuncCheck:
                 continue
             ran.append(name)
             try:  # the comparison calls forward and backward eagerly
-                failures.extend(judge.compare(name, blocks))
+                judge.compare(name, blocks)
             except UserCodeError as error:
                 failures.append(crash_result(context, self.id, error))
                 break
         crashed = [self._crash(context, raised, error) for raised, error in crashes.values()]
-        failures = [*crashed, *failures, *inherited(context, self.id, judge)]
+        failures = [*crashed, *failures, *verdicts(context, self.id, judge)]
         return [replace(r, notes=(*notes, *r.notes)) for r in failures], ran
 
     def _crash(self, context: CaseContext, names: list[str], error: UserCodeError) -> Result:
@@ -185,18 +185,10 @@ class FuncCheck:
         where = f" at {error.location}" if error.location else ""
         return replace(
             result,
-            message=f"{_joined(names)} {'raised' if len(names) == 1 else 'raise'} "
+            message=f"{joined(names)} {'raised' if len(names) == 1 else 'raise'} "
             f"{type(error.error).__name__}{where}: {_first_line(error.error)}",
             hint=crash_hint(names[0], str(error.error)),
         )
-
-
-def _joined(names: list[str]) -> str:
-    """`torch.func.grad`, or `torch.func.grad, vjp and jacrev`."""
-    if len(names) == 1:
-        return names[0]
-    short = [name.removeprefix("torch.func.") for name in names]
-    return f"torch.func.{', '.join(short[:-1])} and {short[-1]}"
 
 
 def _first_line(error: BaseException) -> str:

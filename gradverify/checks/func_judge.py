@@ -8,7 +8,7 @@ points there; a transform that departs from backward is a bug of its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -53,6 +53,7 @@ class Finding:
     numerical: float
     mismatched: int = 1
     total: int = 1
+    backward: float | None = None  # autograd's value there, when the transform departs from it
 
 
 class Judge:
@@ -71,16 +72,17 @@ class Judge:
         self.selection, self.transforms, self.randomized = selection, transforms, randomized
         self.notes: list[str] = []
         self.inherited: dict[int, list[Finding]] = {}  # backward's own error, by argument
+        self.own: dict[int, list[Finding]] = {}  # the transforms' own errors, by argument
         self._numerical: dict[int, torch.Tensor] = {}
         self._backward: dict[int, torch.Tensor] | None = None
 
     def transforms_grad(self) -> dict[int, torch.Tensor]:
         return {index: self.transforms.run_grad(index) for index in self.transforms.wrt}
 
-    def compare(self, transform: str, blocks: dict[int, torch.Tensor]) -> list[Result]:
-        """Failures of one transform (one per argument it gets wrong)."""
-        found = [self._one(transform, index, blocks[index]) for index in self.transforms.wrt]
-        return [result for result in found if result is not None]
+    def compare(self, transform: str, blocks: dict[int, torch.Tensor]) -> None:
+        """Judge one transform's blocks; findings are kept until `verdicts`."""
+        for index in self.transforms.wrt:
+            self._one(transform, index, blocks[index])
 
     # --- full mode ----------------------------------------------------------------------
 
@@ -99,7 +101,7 @@ class Judge:
             self._backward = {i: block.to(torch.float64) for i, block in jacobians.items()}
         return self._backward[index]
 
-    def _one(self, transform: str, index: int, got: torch.Tensor) -> Result | None:
+    def _one(self, transform: str, index: int, got: torch.Tensor) -> None:
         if self.randomized:
             return self._projected(transform, index, got)
         tol = self.context.tolerance
@@ -123,9 +125,10 @@ class Judge:
         off = comparison.off
         agrees = compare(got[off].reshape(1, -1), backward[off].reshape(1, -1), atol, tol.rtol)
         if agrees.ok:
-            return self._inherit(index, finding)
+            self._inherit(index, finding)
+            return
         row, column = comparison.row, comparison.column
-        return self._failure(index, finding, float(backward[row, column]))
+        self._depart(index, finding, float(backward[row, column]))
 
     def _blocks(self, index: int, got: torch.Tensor) -> Blocks:
         selection = self.selection
@@ -152,7 +155,7 @@ class Judge:
             comparison.mismatched, comparison.total,
         )  # fmt: skip
 
-    def _inherit(self, index: int, finding: Finding) -> Result | None:
+    def _inherit(self, index: int, finding: Finding) -> None:
         """The transform gives backward's values: backward's verdict is the transform's."""
         earlier = [
             r for r in self.context.earlier
@@ -176,31 +179,40 @@ class Judge:
         self.inherited.setdefault(index, []).append(finding)
         return None
 
-    def _failure(self, index: int, finding: Finding, backward: float) -> Result:
+    def _depart(self, index: int, finding: Finding, backward: float) -> None:
         """The transform departs from backward and from finite differences: its own bug."""
+        self.own.setdefault(index, []).append(replace(finding, backward=backward))
+
+    def own_failure(self, index: int, findings: list[Finding]) -> Result:
+        """One failure for every transform that gets argument `index` wrong on its own,
+        shown at the most precise finding (an entry of a full Jacobian, if any)."""
         context = self.context
-        where = self.where(finding)
+        precise = [f for f in findings if f.transform not in PROJECTED] or findings
+        shown = precise[0]
+        backward = shown.backward if shown.backward is not None else float("nan")
+        names = [f.transform for f in findings]
+        verb = "gives" if len(names) == 1 else "give"
         message = (
-            f"{finding.transform} gives a wrong gradient of {context.describe_argument(index)} "
-            f"{where}: torch.func {finding.value:.6g}, finite differences {finding.numerical:.6g}"
-            f", backward {backward:.6g}"
+            f"{joined(names)} {verb} a wrong gradient of {context.describe_argument(index)} "
+            f"{self.where(shown)}: {shown.transform.removeprefix('torch.func.')} "
+            f"{shown.value:.6g}, finite differences {shown.numerical:.6g}, backward {backward:.6g}"
         )
-        if finding.element is not None:
-            message += f" ({finding.mismatched} of {finding.total} entries off)"
+        if shown.element is not None:
+            message += f" ({shown.mismatched} of {shown.total} entries off)"
         jvp_failed = any(r.check == "jvp" and r.failed for r in context.earlier)
-        same_as = "jvp" if finding.transform == JACFWD and jvp_failed else None
+        only_jacfwd = names == [JACFWD]
         return context.result(
             self.check, Status.FAIL, message,
-            input_index=index, element=finding.element,
-            output_index=finding.output[0] if finding.output else None,
-            analytical=finding.value, numerical=finding.numerical,
-            max_abs_error=abs(finding.value - finding.numerical),
-            mismatched=finding.mismatched if finding.element is not None else None,
-            total=finding.total if finding.element is not None else None,
-            value_labels=(finding.transform, "finite differences"),
-            hint="torch.func gives a different gradient than autograd's backward (which agrees "
-            f"with finite differences here): {_CAUSES[finding.transform]}",
-            notes=self._weighting_note(finding.transform), same_as=same_as,
+            input_index=index, element=shown.element,
+            output_index=shown.output[0] if shown.output else None,
+            analytical=shown.value, numerical=shown.numerical,
+            max_abs_error=abs(shown.value - shown.numerical),
+            mismatched=shown.mismatched if shown.element is not None else None,
+            total=shown.total if shown.element is not None else None,
+            value_labels=(shown.transform, "finite differences"),
+            hint=_own_hint(names, shown, context.tolerance.atol, context.tolerance.rtol),
+            notes=self._weighting_note(shown.transform),
+            same_as="jvp" if only_jacfwd and jvp_failed else None,
         )  # fmt: skip
 
     def where(self, finding: Finding) -> str:
@@ -225,7 +237,7 @@ class Judge:
 
     # --- randomized mode ----------------------------------------------------------------
 
-    def _projected(self, transform: str, index: int, got: torch.Tensor) -> Result | None:
+    def _projected(self, transform: str, index: int, got: torch.Tensor) -> None:
         """wᵀJu: the transform's row times a random direction u, against central
         differences along u (numerical_jacobian of t -> f(x + t·u))."""
         tol = self.context.tolerance
@@ -252,8 +264,9 @@ class Judge:
         )
         finding = Finding(transform, None, None, value, numerical)
         if abs(value - backward) <= atol + tol.rtol * abs(backward):
-            return self._inherit(index, finding)
-        return self._failure(index, finding, backward)
+            self._inherit(index, finding)
+            return
+        self._depart(index, finding, backward)
 
     def _line(self, index: int, direction: torch.Tensor) -> Any:
         base = self.arguments[index].detach()
@@ -266,10 +279,17 @@ class Judge:
         return evaluate
 
 
-def inherited(context: CaseContext, check: str, judge: Judge) -> list[Result]:
-    """One failure per argument whose transforms inherit backward's wrong gradient."""
+def verdicts(context: CaseContext, check: str, judge: Judge) -> list[Result]:
+    """One failure per argument the transforms get wrong: their own error first, else
+    backward's error that they inherit."""
     results = []
-    for index, findings in judge.inherited.items():
+    for index in judge.transforms.wrt:
+        if index in judge.own:
+            results.append(judge.own_failure(index, judge.own[index]))
+            continue
+        findings = judge.inherited.get(index)
+        if not findings:
+            continue
         first = findings[0]
         names = list(dict.fromkeys(f.transform.removeprefix("torch.func.") for f in findings))
         fd_failed = any(
@@ -277,9 +297,10 @@ def inherited(context: CaseContext, check: str, judge: Judge) -> list[Result]:
             for r in context.earlier
         )
         message = (
-            f"torch.func {', '.join(names)} give backward's wrong gradient of "
-            f"{context.describe_argument(index)} {judge.where(first)}: torch.func "
-            f"{first.value:.6g}, finite differences {first.numerical:.6g}"
+            f"torch.func {', '.join(names)} give backward's gradient of "
+            f"{context.describe_argument(index)}, which disagrees with finite differences "
+            f"{judge.where(first)}: torch.func {first.value:.6g}, finite differences "
+            f"{first.numerical:.6g}"
         )
         results.append(
             context.result(
@@ -291,9 +312,40 @@ def inherited(context: CaseContext, check: str, judge: Judge) -> list[Result]:
                 analytical=first.value,
                 numerical=first.numerical,
                 value_labels=(first.transform, "finite differences"),
-                hint="the transforms agree with autograd's backward, which is wrong here: fix "
-                "backward, and torch.func follows",
+                hint="the transforms agree with autograd's backward, so what finite_difference "
+                "finds (a wrong backward, or precision forward loses) is their problem too: "
+                "fix it there, and torch.func follows",
                 same_as="finite_difference" if fd_failed else None,
             )
         )
     return results
+
+
+def joined(names: list[str]) -> str:
+    """`torch.func.grad`, or `torch.func.grad, vjp and jacrev`."""
+    if len(names) == 1:
+        return names[0]
+    short = [name.removeprefix("torch.func.") for name in names]
+    return f"torch.func.{', '.join(short[:-1])} and {short[-1]}"
+
+
+def _own_hint(names: list[str], shown: Finding, atol: float, rtol: float) -> str:
+    """The likely cause, from which transforms depart from backward."""
+    backward = shown.backward if shown.backward is not None else float("nan")
+    if abs(backward - shown.numerical) <= atol + rtol * abs(shown.numerical):
+        lead = (
+            "torch.func gives a different gradient than autograd's backward (which agrees "
+            "with finite differences here)"
+        )
+    else:
+        lead = (
+            "torch.func gives a different gradient than autograd's backward, and neither "
+            "agrees with finite differences"
+        )
+    if len(names) == 1:
+        return f"{lead}: {_CAUSES[names[0]]}"
+    return (
+        f"{lead}: setup_context runs again under torch.func, on its wrapped tensors, so "
+        "anything it does differently from forward, or twice (an in-place change of what "
+        "it saves), shows here"
+    )

@@ -127,7 +127,8 @@ def test_backward_wrong_everywhere_is_said_once_under_finite_difference(run_spec
     assert result.status.value == "fail"
     assert result.same_as == "finite_difference"
     assert result.message.startswith(
-        "torch.func grad, vjp, jacrev give backward's wrong gradient of argument 0 (x)"
+        "torch.func grad, vjp, jacrev give backward's gradient of argument 0 (x), which "
+        "disagrees with finite differences at element"
     )
     # backward returns 3x for 2x: the transforms give backward's value, 1.5 × the true one
     assert result.analytical == pytest.approx(1.5 * result.numerical, rel=1e-4)
@@ -224,3 +225,23 @@ def test_the_bundled_transform_specs_pass_and_catch_their_bug(run_spec, find, in
     assert [(r.target.rsplit(":", 1)[1], r.check) for r in failed] == [("Narrow", CHECK)]
     softplus = find(report, target="gradverify.examples.transforms:Softplus", check=CHECK)
     assert [r.status.value for r in softplus] == ["pass"]
+
+
+def test_setup_context_doing_something_twice_is_one_finding_of_the_transforms(run_spec, only):
+    # setup_context shifts the output it saves in place; torch.func runs setup_context
+    # again on its wrapper, so the transforms shift twice: a gradient off by 2, not 1.
+    report = run_one(
+        run_spec,
+        "tests.functions.forms:ExpSavedOutputThenShiftedNewStyle",
+        "[{shape: [4]}]",
+        checks="[finite_difference, func]",
+    )
+    result = only(report, check=CHECK)
+    assert result.status.value == "fail"
+    assert result.message.startswith(
+        "torch.func.grad, vjp and jacrev give a wrong gradient of argument 0 (x) at element"
+    )
+    assert result.same_as is None  # not finite_difference's finding: another value
+    assert result.analytical == pytest.approx(result.numerical + 2)
+    assert f"backward {result.numerical + 1:.6g}" in result.message
+    assert "setup_context runs again under torch.func" in result.hint
