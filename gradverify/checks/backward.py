@@ -196,8 +196,7 @@ def _malformed(
         elif grad.dtype != argument.dtype:
             fail(
                 f"gradient of {describe} is {_dtype(grad.dtype)}, but the argument is {_dtype(argument.dtype)}",
-                "autograd silently casts it back, hiding the precision lost in backward; compute the "
-                "gradient in the argument's dtype",
+                _dtype_hint(grad.dtype, argument.dtype),
             )
         elif grad.device != argument.device:
             fail(
@@ -341,3 +340,16 @@ def _summary(grads: Gradients, arguments: Sequence[Any], spread: float | None = 
 
 def _dtype(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def _dtype_hint(grad: torch.dtype, argument: torch.dtype) -> str:
+    if argument.is_complex and not grad.is_complex:
+        # Cast to complex, a real gradient gets an imaginary part of 0: ∂L/∂Im z is lost.
+        return (
+            "a real gradient for a complex argument loses its imaginary part (the derivative "
+            "with respect to the imaginary part); return a complex gradient, ∂L/∂x + i·∂L/∂y"
+        )
+    return (
+        "autograd silently casts it back, hiding the precision lost in backward; compute the "
+        "gradient in the argument's dtype"
+    )

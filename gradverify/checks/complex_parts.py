@@ -287,3 +287,46 @@ def conjugation_hint(
         "Wirtinger derivative, so for a holomorphic f backward should return "
         f"grad * f'(z).conj(), e.g. grad * w.conj() for z * w ({evidence})"
     )
+
+
+def complex_hint(
+    parts: Parts,
+    layout: OutputLayout,
+    position: int,
+    analytical: torch.Tensor,
+    numerical: torch.Tensor,
+    off: torch.Tensor,
+    name: str,
+    atol: float,
+    rtol: float,
+) -> str | None:
+    """A hint only complex values have: a conjugation bug, or a gradient without its
+    imaginary part (None: neither shows plainly)."""
+    found = conjugation_hint(parts, layout, position, analytical, numerical, off, name, atol, rtol)
+    return found or _real_gradient_hint(parts, position, analytical, numerical, off, name, atol)
+
+
+def _real_gradient_hint(
+    parts: Parts,
+    position: int,
+    analytical: torch.Tensor,
+    numerical: torch.Tensor,
+    off: torch.Tensor,
+    name: str,
+    atol: float,
+) -> str | None:
+    """Every entry off is a derivative with respect to the imaginary part of a complex
+    argument, where backward gives 0: backward returned a real gradient."""
+    if position not in parts.columns or not bool(off.any()):
+        return None
+    imaginary = (torch.arange(off.shape[1]) % 2 == 1)[None, :].expand_as(off)
+    wrong = off & (numerical.abs() > SIGNIFICANT * atol)
+    if int(wrong.sum()) < MIN_ENTRIES or bool((off & ~imaginary).any()):
+        return None
+    if not bool((analytical.to(torch.float64)[imaginary].abs() <= atol).all()):
+        return None
+    return (
+        f"the gradient of {name} has no imaginary part (0 wherever the derivative with respect "
+        f"to the imaginary part of {name} is not): likely backward returns a real gradient "
+        "for a complex argument (`.real`, `.abs()`, a real dtype) where ∂L/∂x + i·∂L/∂y belongs"
+    )

@@ -14,7 +14,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result
 from gradverify.checks.compare import Comparison, compare
-from gradverify.checks.complex_parts import NO_PARTS, Parts, conjugation_hint, realify
+from gradverify.checks.complex_parts import NO_PARTS, Parts, complex_hint, realify
 from gradverify.checks.diagnosis import diagnose
 from gradverify.checks.jacobian import (
     OutputLayout,
@@ -232,7 +232,7 @@ def mismatch_failure(
         hint = kink_hint(comparison, kinks)
     if hint is None:
         tol = context.tolerance
-        hint = conjugation_hint(
+        hint = complex_hint(
             parts, blocks.layout, index, analytical, numerical, comparison.off, name,
             tol.atol, tol.rtol,
         )  # fmt: skip

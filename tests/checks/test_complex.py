@@ -228,3 +228,15 @@ def test_a_large_correct_complex_input_passes_in_randomized_mode(run_spec):
     report = run_spec(text)
     assert [r.status.value for r in report.results] == ["pass"] * 3
     assert any("randomized" in note for r in report.results for note in r.notes)
+
+
+def test_a_real_gradient_for_a_complex_argument_is_named(run_spec, only):
+    report = run_spec(spec("AbsRealGradient", checks=f"backward, {FD}"))
+    backward = only(report, check="backward")
+    assert backward.status.value == "fail"
+    assert "loses its imaginary part" in backward.hint
+    result = only(report, check=FD)
+    assert result.status.value == "fail"
+    assert "the imaginary part of the gradient" in result.message
+    assert "has no imaginary part" in result.hint
+    assert "conjugate" not in result.hint

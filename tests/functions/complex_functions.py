@@ -174,3 +174,18 @@ class ScaleToComplexForgotConj(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (c,) = ctx.saved_tensors
         return (grad * c).real, None
+
+
+class AbsRealGradient(torch.autograd.Function):
+    """|z| whose backward returns a real gradient, (grad * z / |z|).real: the derivative with
+    respect to the imaginary part of z is lost."""
+
+    @staticmethod
+    def forward(ctx: Any, z: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(z)
+        return z.abs()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (z,) = ctx.saved_tensors
+        return (grad * z / z.abs()).real
