@@ -183,8 +183,13 @@ class FuncCheck:
         if not result.failed:  # forward or backward already fails eagerly: said there
             return result
         where = f" at {error.location}" if error.location else ""
+        # torch.vmap failing at the same line of the user's code: one root cause, said once
+        vmap_failed = bool(where) and any(
+            r.check == "vmap" and r.failed and where in r.message for r in context.earlier
+        )
         return replace(
             result,
+            same_as="vmap" if vmap_failed else None,
             message=f"{joined(names)} {'raised' if len(names) == 1 else 'raise'} "
             f"{type(error.error).__name__}{where}: {_first_line(error.error)}",
             hint=crash_hint(names[0], str(error.error)),

@@ -245,3 +245,18 @@ def test_setup_context_doing_something_twice_is_one_finding_of_the_transforms(ru
     assert result.analytical == pytest.approx(result.numerical + 2)
     assert f"backward {result.numerical + 1:.6g}" in result.message
     assert "setup_context runs again under torch.func" in result.hint
+
+
+def test_a_crash_vmap_already_reports_at_the_same_line_is_folded_under_it(run_spec, only):
+    report = run_one(
+        run_spec,
+        f"{TRANSFORMS}:HardTanhMaskedWrite",
+        "[{shape: [6], low: -0.9, high: 0.9}]",
+        checks="[vmap, func]",
+    )
+    vmap = only(report, check="vmap")
+    result = only(report, check=CHECK)
+    assert vmap.failed and result.failed
+    line = result.message.split(" at ", 1)[1].split(":")[1]
+    assert f"tests/functions/transforms.py:{line}" in vmap.message
+    assert result.same_as == "vmap"

@@ -149,3 +149,26 @@ class SinRecomputedInBackward(torch.autograd.Function):
 def plain_sin(x: torch.Tensor) -> torch.Tensor:
     """A plain function of torch ops, not a Function."""
     return x.sin()
+
+
+class HardTanhMaskedWrite(torch.autograd.Function):
+    """x clamped to [-1, 1]. Bug (transforms only): backward writes through a boolean mask
+    in place, which torch.vmap and torch.func.jacrev both refuse, at the same line."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return x.clamp(-1.0, 1.0)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        inside = x.abs() < 1.0
+        grad_x = torch.zeros_like(x)
+        grad_x[inside] = grad_output[inside]
+        return grad_x
