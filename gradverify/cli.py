@@ -155,6 +155,16 @@ def check(
             "--all-files", help="Every spec in the configured spec paths, whatever PATHS says."
         ),
     ] = False,
+    extra_check: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--extra-check",
+            metavar="ID",
+            help="Also run this opt-in check on every spec, e.g. `--extra-check compile` "
+            "(repeatable; as `extra_checks` in a spec or [tool.gradverify]).",
+            show_default=False,
+        ),
+    ] = None,
     changed_files: Annotated[
         bool,
         typer.Option(
@@ -179,7 +189,10 @@ def check(
         seed=seed, isolation=isolation, jobs=jobs or 0, timeout=timeout,
         mode=mode.value if mode else None, cache=cache,
     )  # fmt: skip
-    scope = _Scope(all_files=all_files, changed_files=changed_files, jobs=jobs)
+    scope = _Scope(
+        all_files=all_files, changed_files=changed_files, jobs=jobs,
+        extra_checks=tuple(extra_check or ()),
+    )  # fmt: skip
     code = _guarded(
         lambda: _check(paths or [], spec, options, output_format, quiet, scope, output, verbose)
     )
@@ -193,6 +206,7 @@ class _Scope:
     all_files: bool = False
     changed_files: bool = False
     jobs: int | None = None
+    extra_checks: tuple[str, ...] = ()  # --extra-check
 
 
 def _check(
@@ -208,7 +222,7 @@ def _check(
     from gradverify import session
 
     session.start_early(options)
-    from gradverify.config import load_config, with_defaults
+    from gradverify.config import load_config, with_defaults, with_extra_checks
     from gradverify.plan import Plan, make_plan
     from gradverify.progress import progress_listener
     from gradverify.report import FORMATS, RenderOptions
@@ -226,7 +240,7 @@ def _check(
     for entry, note in session.infer_entries(plan.bare_targets, options):
         entries.append(entry)
         notes.append(note)
-    entries = with_defaults(entries, config)
+    entries = with_extra_checks(with_defaults(entries, config), scope.extra_checks)
     terminal_format = OutputFormat.text if output is not None else output_format
     show_progress = terminal_format is OutputFormat.text and sys.stderr.isatty()
     with progress_listener(enabled=show_progress) as listener:

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gradverify.errors import GradverifyError, SpecIssue
+from gradverify.errors import GradverifyError, SpecIssue, UsageError
 from gradverify.spec.load import SpecEntry
-from gradverify.spec.models import CHECK_IDS, CheckId, Tolerance
+from gradverify.spec.models import CHECK_IDS, CONFIGURED_CHECKS, CheckId, Tolerance
 from gradverify.spec.suggest import did_you_mean
 
 if sys.version_info >= (3, 11):
@@ -154,6 +154,32 @@ def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntr
         if settings.extra_checks and not written & {"checks", "extra_checks"}:
             update["extra_checks"] = list(settings.extra_checks)
         updated.append(replace(entry, spec=spec.model_copy(update=update)) if update else entry)
+    return updated
+
+
+def with_extra_checks(entries: Sequence[SpecEntry], checks: Sequence[str]) -> list[SpecEntry]:
+    """Entries that also run `checks` (`--extra-check`): a flag, so every spec, those that
+    list their `checks:` too. UsageError for an id that is not a check."""
+    for check in checks:
+        if check not in CHECK_IDS:
+            raise UsageError(
+                f"--extra-check: no check {check!r}{did_you_mean(check, CHECK_IDS)}; "
+                f"choose one of {', '.join(CHECK_IDS)}"
+            )
+    if not checks:
+        return list(entries)
+    updated = []
+    for entry in entries:
+        spec = entry.spec
+        configured = [  # `reference` runs only with its key, asked for or not
+            c for c in checks if c not in CONFIGURED_CHECKS or getattr(spec, CONFIGURED_CHECKS[c])
+        ]
+        if spec.checks is not None:
+            update = {"checks": [*spec.checks, *(c for c in configured if c not in spec.checks)]}
+        else:
+            added = [c for c in configured if c not in spec.extra_checks]
+            update = {"extra_checks": [*spec.extra_checks, *added]}
+        updated.append(replace(entry, spec=spec.model_copy(update=update)))
     return updated
 
 

@@ -290,3 +290,33 @@ def test_a_random_function_is_compared_on_the_same_random_numbers(run_spec, only
 
     result = only(report, check="compile")
     assert result.status.value == "pass", result.message
+
+
+def test_the_extra_check_flag_adds_compile_to_every_spec(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from gradverify.cli import app
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"""
+functions:
+  - target: {EXAMPLES}:ScaledSin
+    cases: [{{name: default, inputs: [{{shape: [3]}}, 2.0]}}]
+  - target: {EXAMPLES}:SoftClip
+    checks: [forward]
+    cases: [{{name: listed, inputs: [{{shape: [3]}}, 1.5]}}]
+"""
+    )
+    monkeypatch.chdir(ROOT)
+    arguments = ["check", str(spec), "--no-isolation", "--no-cache", "--format", "json"]
+
+    added = CliRunner().invoke(app, [*arguments, "--extra-check", "compile"])
+    wrong = CliRunner().invoke(app, [*arguments, "--extra-check", "compil"])
+
+    compiled = [r for r in json.loads(added.stdout)["results"] if r["check"] == "compile"]
+    assert [(r["case"], r["status"]) for r in compiled] == [("default", "pass"), ("listed", "pass")]
+    assert wrong.exit_code == 2
+    assert "--extra-check: no check 'compil' (did you mean 'compile'?)" in wrong.stderr
