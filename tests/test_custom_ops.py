@@ -3,17 +3,21 @@ the op's schema, the registered backward's line, inference, and every check on t
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from gradverify import authoring
 from gradverify.api import verify
 from gradverify.cache import target_source_files
 from gradverify.checks.vmap import NO_OP_VMAP
+from gradverify.cli import app
 from gradverify.errors import SpecError, TargetError
+from gradverify.exitcodes import ExitCode
 from gradverify.inference import infer
 from gradverify.results import Status
 from gradverify.selection import specs_depending_on
@@ -245,6 +249,20 @@ def test_zero_config_infers_an_ops_inputs_from_its_schema():
     assert case.inputs[1:] == [1.0, 1, True, [-1]]
     assert case.inputs[0].shape == [4]
     assert "dims: the list [-1] (int[], no default: choose a value)" in note
+
+
+def test_zero_config_checks_an_op_from_the_command_line(in_repo):
+    target = f"{FIXTURES}:gradverify_tests::cube_wrong_backward"
+    command = ["check", target, "--no-isolation", "--no-cache", "--format", "json"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == ExitCode.FAILED, result.output
+    report = json.loads(result.stdout)
+    failed = [r for r in report["results"] if r["status"] == "fail"]
+    assert {r["check"] for r in failed} == {"finite_difference", "gradcheck"}
+    assert {(r["input_name"], r["source_line"]) for r in failed} == {
+        ("x", line_of("def _cube_backward"))
+    }
+    assert "x: a float64 tensor [4] (Tensor in the op's schema)" in report["notes"][0]
 
 
 def test_zero_config_keeps_a_schema_default():
