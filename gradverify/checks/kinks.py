@@ -45,6 +45,9 @@ class Kink:
     jump: float = 0.0  # the change of value the slopes leave unexplained (0: a kink, no jump)
     central: float = 0.0  # the central difference (f(x+eps) - f(x-eps)) / 2eps there
     faint: bool = False  # no rougher than float32 rounding: noise, in a function that has noise
+    # admitted as a transition sharper than eps: a jump that analytical climbs more steeply
+    # than the central difference across it (the gradient of |z| next to z = 0)
+    steep: bool = False
 
     @property
     def kind(self) -> str:
@@ -57,6 +60,12 @@ class Kink:
         relation = "lies between them" if self.admitted else "lies outside them"
         if self.jump == 0.0:
             return f"{slopes}; analytical {self.analytical:.4g} {relation}"
+        if self.steep:
+            return (
+                f"a jump of {self.jump:.4g} here ({slopes}), a transition sharper than eps: "
+                f"analytical {self.analytical:.4g} is steeper than the central difference across "
+                f"it, jump / (2·eps) = {self.central:.4g}, which cannot resolve it"
+            )
         return (
             f"a jump of {self.jump:.4g} here ({slopes}): the central difference across it, "
             f"jump / (2·eps) = {self.central:.4g}, means nothing; analytical "
@@ -183,7 +192,19 @@ def kink_at(
     if finite and not _between(central, left, right, atol, rtol):
         jump = 2 * eps * OFFSETS[-1] * (central - (left + right) / 2)
     admitted = _between(analytical, left, right, atol, rtol)
-    return Kink(row, column, left, right, analytical, admitted, jump, central, faint)
+    # A value that changes within eps by a jump may do so smoothly (|z| near 0, a steep
+    # sigmoid): its derivative there has the jump's sign and at least its central slope.
+    steep = not admitted and jump != 0.0 and _steeper(analytical, central, jump, atol, rtol)
+    return Kink(
+        row, column, left, right, analytical, admitted or steep, jump, central, faint, steep
+    )
+
+
+def _steeper(analytical: float, central: float, jump: float, atol: float, rtol: float) -> bool:
+    """Whether `analytical` climbs the jump at least as steeply as the central difference."""
+    if not (math.isfinite(analytical) and math.isfinite(central)) or analytical * jump <= 0:
+        return False
+    return abs(analytical) >= abs(central) - (atol + rtol * abs(central))
 
 
 def _between(value: float, left: float, right: float, atol: float, rtol: float) -> bool:

@@ -221,10 +221,12 @@ def randomized_kink_warning(
     count = exam.excused_count
     more = f" (and {count - 1} more element(s))" if count > 1 else ""
     output_index, _ = problem.layout.locate(first.row)
+    part = problem.parts.column_part(index, first.column)
+    along = f", along its {part} part" if part else ""
     return context.result(
         check, Status.WARN,
         f"non-differentiable at {context.describe_argument(index)}, element {list(element)}"
-        f"{more}: {first.kink.describe()}",
+        f"{along}{more}: {first.kink.describe()}",
         input_index=index, output_index=output_index, element=element,
         analytical=first.analytical, numerical=first.numerical,
         hint=f"{first.kink.kind}: central differences mean nothing there, and backward's "

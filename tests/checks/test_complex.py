@@ -14,6 +14,7 @@ from torch.autograd.gradcheck import GradcheckError
 from gradverify.checks.base import CaseContext
 from gradverify.checks.finite_difference import FiniteDifferenceCheck
 from gradverify.checks.gradcheck import GradcheckCheck
+from gradverify.checks.gradgradcheck import GradgradcheckCheck
 from gradverify.checks.torch_gradcheck import parse_mismatch
 from gradverify.inputs import build_inputs
 from gradverify.spec.load import parse_spec
@@ -197,6 +198,23 @@ def test_abs_next_to_zero_is_a_kink_not_a_failure():
     assert "along its" in result.message
     (gradcheck,) = GradcheckCheck().run(context)
     assert gradcheck.status.value == "warn", gradcheck.message
+
+
+def test_the_steep_gradient_of_abs_next_to_zero_is_no_second_order_failure():
+    # Next to 0 the gradient z / |z| turns within eps, with a curvature of 1 / |z| that
+    # central differences cannot resolve: a transition sharper than eps, not a bug.
+    values = [2e-7 + 0j, 0.5 + 0.25j, -3e-7j, 0.3 - 0.7j]
+    z = torch.tensor(values, dtype=torch.complex128, requires_grad=True)
+    (result,) = GradgradcheckCheck().run(context_for("Abs", (z,)))
+    assert result.status.value == "warn", result.message
+    assert "held fixed" in result.notes[-1]
+
+
+def test_a_wrong_second_derivative_next_to_zero_still_fails():
+    z = torch.tensor([2e-7 + 0j, 0.5 + 0.25j], dtype=torch.complex128, requires_grad=True)
+    w = torch.tensor([0.3 - 0.2j, 1.0 + 0.5j], dtype=torch.complex128, requires_grad=True)
+    (result,) = GradgradcheckCheck().run(context_for("MulDetached", (z, w)))
+    assert result.status.value == "fail"
 
 
 def test_no_casting_warning_leaks(run_spec):
