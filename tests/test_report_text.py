@@ -187,7 +187,7 @@ def test_checks_that_do_not_apply_print_nothing_but_are_counted(passing_report):
     rendered = text.render(passing_report, RenderOptions())
     assert "jvp" not in rendered and "vmap" not in rendered
     not_applicable = [r for r in passing_report.results if not r.applies]
-    assert len(not_applicable) == 10  # jvp and vmap, for each of five cases
+    assert len(not_applicable) == 20  # jvp, vmap, func and opcheck, for each of five cases
     assert f", {len(not_applicable)} not applicable," in rendered
     assert "skipped" not in rendered  # none of them counts as a skip
 
