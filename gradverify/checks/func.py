@@ -130,7 +130,7 @@ class FuncCheck:
             context.generator(salt=900),
         )  # fmt: skip
         judge = Judge(context, self.id, arguments, selection, transforms, mode == "randomized")
-        results, ran = self._run_all(context, judge, names, (*notes, *skipped))
+        results, ran = self._run_all(context, judge, names, notes)  # quiet: no not-run notes
         if results:
             return results
         summary = ", ".join(name.removeprefix("torch.func.") for name in ran)
