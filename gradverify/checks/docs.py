@@ -132,7 +132,9 @@ Computes the full Jacobian of forward by central differences,
 the one backward gives, argument by argument. An element passes when
 |analytical - numerical| <= atol + rtol * |numerical|. A failure names the argument, the
 worst element, both values and how many entries are off, with the likely cause (opposite
-sign, a constant factor, a transposed Jacobian, zeros, one region of the input).
+sign, a constant factor, a transposed Jacobian, zeros, one region of the input). Complex
+arguments and outputs are checked through their real and imaginary parts, as gradcheck
+does (the conjugate Wirtinger derivative); a failure says which part is wrong.
 
 Common failures and fixes:
   - a real bug: follow the likely cause; the element and values tell you where to look.
@@ -141,7 +143,9 @@ Common failures and fixes:
     stay away from them.
   - a deliberately different backward (straight-through estimators): set
     `gradient: surrogate`; an approximate one: `gradient: approximate` with `max_error`.
-  - noise in a correct float64 Function: loosen `tolerance` (atol/rtol) or change `eps`.""",
+  - noise in a correct float64 Function: loosen `tolerance` (atol/rtol) or change `eps`.
+  - complex z: backward returns grad * f'(z).conj() for a holomorphic f ("conjugate
+    missing" when the conjugate is forgotten).""",
     "gradcheck": """\
 Runs torch.autograd.gradcheck on float64 copies of the inputs with the spec's tolerances,
 and maps a failure back to forward's positional argument (torch counts only the inputs
