@@ -233,6 +233,8 @@ Common failures and fixes:
     is not batched in place (`grad_x = torch.zeros_like(x); grad_x[...] = grad_output`),
     reads values in Python (.item(), `if tensor:`), leaves torch (.numpy(), .data) or calls
     torch.autograd.grad inside backward fails there: compute out of place, with torch ops.
+    Several transforms raising the same error are one finding, folded under `vmap` when
+    torch.vmap fails at the same line.
   - torch.func.grad alone is wrong: it differentiates one argument at a time, so
     ctx.needs_input_grad is False for the others; likely backward reads the wrong entry.
   - jacfwd does not run: it needs a jvp staticmethod and a vmap rule
