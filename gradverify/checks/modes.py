@@ -205,7 +205,7 @@ def randomized_failure(
             parts.shape(index, argument.shape),
         ),
         notes=(*notes, *search_notes(exam)),
-        details=tuple(_describe(entry, problem) for entry in exam.wrong) if count > 1 else (),
+        details=tuple(_describe(entry, problem, name) for entry in exam.wrong) if count > 1 else (),
     )  # fmt: skip
 
 
@@ -308,14 +308,16 @@ def search_notes(exam: Examination) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _describe(entry: Entry, problem: Problem) -> str:
-    output_index, output_element = problem.layout.locate(entry.row)
-    element = problem.parts.element(
-        entry.position, entry.column, problem.values[entry.position].shape
-    )
+def _describe(entry: Entry, problem: Problem, name: str) -> str:
+    parts, position = problem.parts, entry.position
+    output_index, output_element, row_part = parts.locate(problem.layout, entry.row)
+    element = parts.element(position, entry.column, problem.values[position].shape)
+    # Complex values: which part, as the headline says it ("" otherwise).
+    which = parts.entry_words(name, position, entry.column, row_part)
     return (
-        f"element {list(element)}, output {output_index} element {list(output_element)}: "
-        f"analytical {entry.analytical:.6g}, numerical {entry.numerical:.6g}"
+        f"element {list(element)}, output {output_index} element {list(output_element)}"
+        f"{f', {which}' if which else ''}: analytical {entry.analytical:.6g}, numerical "
+        f"{entry.numerical:.6g}"
     )
 
 

@@ -237,6 +237,7 @@ def test_a_large_complex_input_is_randomized_and_the_bug_localized(run_spec, onl
     assert "part of" in result.message
     assert abs(result.analytical + result.numerical) < 1e-6  # a sign across parts
     assert "conjugate missing" in result.hint
+    assert result.details and all("part of z" in detail for detail in result.details)
     assert only(report, check=FD, input_index=1).status.value == "pass"
     assert only(report, check="gradcheck", input_index=0).status.value == "fail"
 
