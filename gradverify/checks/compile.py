@@ -52,7 +52,8 @@ class CompileCheck:
                 return [self._broken(context, error)]
             graphs = compiled.graphs
         if graphs == 0:  # dynamo ran it eagerly after all: nothing was compared
-            return [context.result(self.id, Status.WARN, "torch.compile compiled no graph of it")]
+            message = "torch.compile ran it eagerly (dynamo compiled no graph): nothing compared"
+            return [context.result(self.id, Status.WARN, message)]
         problems = _differences(context, self.id, eager, traced)
         return problems or [context.result(self.id, Status.PASS, _summary(eager, graphs))]
 
