@@ -42,10 +42,9 @@ class CompileCheck:
             eager = _run(context, context.target.call, fresh_copies(context.arguments), None)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
-        with dynamo.fresh_compile(context.target.call) as compiled:
+        with dynamo.quiet(), dynamo.fresh_compile(context.target.call) as compiled:
             try:
-                with dynamo.quiet():
-                    traced = _run(context, compiled.run, fresh_copies(context.arguments), eager)
+                traced = _run(context, compiled.run, fresh_copies(context.arguments), eager)
             except Exception as error:  # eager ran: what fails now is the compile
                 if is_allocation_failure(error):
                     raise
@@ -81,7 +80,15 @@ class CompileCheck:
             notes=(f"dynamo: {found.reason}",) if found.explanation else (),
             source_file=found.file,
             source_line=found.line,
+            same_as=None if found.graph_break else _traced_by_opcheck(context),
         )
+
+
+def _traced_by_opcheck(context: CaseContext) -> str | None:
+    """`opcheck`, when it already failed on this case: its fake-tensor and AOT tests trace
+    the op as torch.compile does, so an error while tracing is most likely the same one."""
+    failed = any(r.check == "opcheck" and r.failed for r in context.earlier)
+    return "opcheck" if failed else None
 
 
 def _run(context: CaseContext, call: Any, arguments: tuple[Any, ...], eager: Run | None) -> Run:

@@ -121,7 +121,9 @@ def explain_break(
         frames = [f for f in getattr(reason, "user_stack", []) if _is_user_frame(f.filename)]
         if frames:
             return _described(str(reason.reason), frames[-1], graph_break=True)
-    return _described(_torch_words(error), _user_frame_in(str(error)), graph_break=False)
+    cause = _cause(error)
+    frame = _user_frame_in(str(error)) or _user_frame_of(cause)
+    return _described(_torch_words(cause), frame, graph_break=False)
 
 
 def _described(text: str, frame: traceback.FrameSummary | None, graph_break: bool) -> Break:
@@ -142,12 +144,23 @@ def _labelled(lines: list[str], label: str) -> str | None:
     return found.removeprefix(label).strip() if found else None
 
 
+def _cause(error: BaseException) -> BaseException:
+    """What the backend raised, for "backend='...' raised:" (our counting wrapper's name
+    would mean nothing to the user)."""
+    inner = getattr(error, "inner_exception", None)
+    return _cause(inner) if isinstance(inner, BaseException) else error
+
+
+def _user_frame_of(error: BaseException) -> traceback.FrameSummary | None:
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user_frame(f.filename)]
+    return frames[-1] if frames else None
+
+
 def _torch_words(error: BaseException) -> str:
     """The error's message without dynamo's advice on debugging it."""
     text = str(error).split("\nfrom user code:")[0]
     text = text.split("\nSet TORCHDYNAMO_VERBOSE")[0].strip()
-    # An internal error names the exception that caused it first: "PendingUnbacked...: ..."
-    return text or type(error).__name__
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')

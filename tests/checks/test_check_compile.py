@@ -320,3 +320,17 @@ functions:
     assert [(r["case"], r["status"]) for r in compiled] == [("default", "pass"), ("listed", "pass")]
     assert wrong.exit_code == 2
     assert "--extra-check: no check 'compil' (did you mean 'compile'?)" in wrong.stderr
+
+
+def test_an_error_while_tracing_warns_as_the_same_finding_as_opcheck(run_spec, only, find):
+    report = run_spec(
+        compile_spec(f"{FIXTURES}:row_total", "[{shape: [3, 4]}]", "checks: [opcheck, compile]")
+    )
+
+    result = only(report, check="compile")
+    assert result.status.value == "warn"
+    assert result.message.startswith("torch.compile cannot trace it")
+    assert "RuntimeError" in result.message and "counting" not in result.message
+    assert result.same_as == "opcheck"
+    failures = find(report, check="opcheck", status="fail")
+    assert failures[0].message.startswith("test_faketensor fails")

@@ -94,3 +94,26 @@ def _cube_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
 
 
 cube.register_autograd(_cube_backward, setup_context=_cube_context)
+
+
+@torch.library.custom_op("gradverify_compiled::row_total", mutates_args=())
+def row_total(x: torch.Tensor) -> torch.Tensor:
+    """The sum of each row; its fake returns x's shape, not the rows': eager runs, tracing
+    does not."""
+    return x.sum(-1)
+
+
+@row_total.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)  # the seeded bug: should be x.new_empty(x.shape[:-1])
+
+
+def _row_total_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+    ctx.shape = inputs[0].shape
+
+
+def _row_total_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    return grad.unsqueeze(-1).expand(ctx.shape)
+
+
+row_total.register_autograd(_row_total_backward, setup_context=_row_total_context)
