@@ -282,9 +282,9 @@ eager, within `tolerance`. aot_eager traces forward and backward as torch.compil
         torch.export refuse it.
 
 Opt-in: its first run in a process costs about 3 s (importing dynamo and its first
-compile), later cases about 0.15 s, which would more than double a default run. Turn it
-on with `extra_checks: [compile]` in a spec, `extra_checks = ["compile"]` in
-[tool.gradverify], or by listing it in `checks:`. Custom-op targets get it by default:
+compile), later cases about 0.15 s; on every case it doubles the bundled suite's time.
+Turn it on with `extra_checks: [compile]` in a spec, `extra_checks = ["compile"]` in
+[tool.gradverify], `--extra-check compile`, or by listing it in `checks:`. Custom-op targets get it by default:
 they exist for torch.compile. Each case compiles once, afresh: dynamo's caches are reset
 before and after, so no case falls back to eager past dynamo's recompile limit.
 
