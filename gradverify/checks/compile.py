@@ -67,8 +67,8 @@ class CompileCheck:
         else:
             message = f"torch.compile cannot trace it{where}: {said}"
         hint = (
-            "the code still runs under torch.compile, but in pieces and slower, and "
-            "fullgraph=True and torch.export refuse it"
+            "the code still runs under torch.compile, but in pieces (or uncompiled) and "
+            "slower, and fullgraph=True and torch.export refuse it"
             if found.graph_break
             else "eager runs it, torch.compile raises; torch.export and fullgraph=True fail too"
         )

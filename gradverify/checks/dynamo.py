@@ -107,6 +107,7 @@ def explain_break(
     """What stopped fullgraph tracing: torch._dynamo.explain's first break reason and its user
     frame; failing that (an error while tracing, not a break), the error's own words."""
     import torch._dynamo
+    import torch._dynamo.exc
 
     reasons: list[Any] = []
     torch._dynamo.reset()
@@ -121,9 +122,14 @@ def explain_break(
         frames = [f for f in getattr(reason, "user_stack", []) if _is_user_frame(f.filename)]
         if frames:
             return _described(str(reason.reason), frames[-1], graph_break=True)
+    if reasons:  # a break at the call itself (a Function dynamo refuses whole): no user line
+        return _described(str(reasons[0].reason), None, graph_break=True)
     cause = _cause(error)
     frame = _user_frame_in(str(error)) or _user_frame_of(cause)
-    return _described(_torch_words(cause), frame, graph_break=False)
+    # Unsupported is what a graph break raises under fullgraph; without it, dynamo runs that
+    # code eagerly (explain lists no break when it refuses the whole call).
+    unsupported = isinstance(cause, torch._dynamo.exc.Unsupported)
+    return _described(_torch_words(cause), frame, graph_break=unsupported)
 
 
 def _described(text: str, frame: traceback.FrameSummary | None, graph_break: bool) -> Break:
@@ -160,6 +166,8 @@ def _torch_words(error: BaseException) -> str:
     """The error's message without dynamo's advice on debugging it."""
     text = str(error).split("\nfrom user code:")[0]
     text = text.split("\nSet TORCHDYNAMO_VERBOSE")[0].strip()
+    if type(error).__module__.startswith("torch._dynamo"):  # its message says what it is
+        return text or type(error).__name__
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 

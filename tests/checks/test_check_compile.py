@@ -334,3 +334,14 @@ def test_an_error_while_tracing_warns_as_the_same_finding_as_opcheck(run_spec, o
     assert result.same_as == "opcheck"
     failures = find(report, check="opcheck", status="fail")
     assert failures[0].message.startswith("test_faketensor fails")
+
+
+def test_a_function_dynamo_refuses_whole_is_a_graph_break(run_spec, only):
+    # dynamo does not trace a Function with a custom jvp: it runs it uncompiled.
+    report = run_spec(compile_spec("tests.functions.forward_mode:SquareWithJvp", "[{shape: [4]}]"))
+
+    result = only(report, check="compile")
+    assert result.status.value == "warn"
+    assert result.message.startswith("graph break under torch.compile: ")
+    assert "custom `jvp`" in result.message
+    assert "uncompiled" in result.hint
