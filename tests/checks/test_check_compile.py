@@ -47,7 +47,7 @@ def test_functions_that_compile_whole_pass(run_spec, only, name, inputs):
 
     result = only(report, check="compile")
     assert result.status.value == "pass", result.message
-    assert "1 graph(s)" in result.message  # compiled, not run eagerly
+    assert "compiled whole" in result.message  # not run eagerly
 
 
 def test_a_graph_break_warns_with_dynamos_reason_at_the_users_line(run_spec, only):
@@ -142,7 +142,7 @@ def test_many_cases_of_one_target_stay_compiled(run_spec, find):
     buggy = find(report, target=f"{FIXTURES}:FastPathUnderCompile", check="compile")
     correct = find(report, target=f"{EXAMPLES}:ScaledSin", check="compile")
     assert [r.status.value for r in buggy] == ["fail"] * (limit + 4)
-    assert all("1 graph(s)" in r.message for r in correct), [r.message for r in correct]
+    assert all("compiled whole" in r.message for r in correct), [r.message for r in correct]
 
 
 def test_unavailable_torch_compile_is_a_skip_with_the_reason(run_spec, only, monkeypatch):
