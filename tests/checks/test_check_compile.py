@@ -40,6 +40,7 @@ def compile_spec(target, inputs, extra="checks: [compile]"):
     [
         ("ScaledSin", "[{shape: [8]}, 2.0]"),  # classic style, with ctx
         ("SoftClip", "[{shape: [3, 4]}, 1.5]"),  # new style, setup_context
+        ("ScaledSin", "[{shape: [64], dtype: bfloat16}, 3.0]"),  # rounding is not a finding
     ],
 )
 def test_functions_that_compile_whole_pass(run_spec, only, name, inputs):
