@@ -4,7 +4,11 @@ the op's schema, the registered backward's line, inference, and every check on t
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -97,7 +101,7 @@ def test_an_op_is_named_and_typed_by_its_schema(spec):
     }  # fmt: skip
     assert target.variadic is None
     assert target.obj is custom_ops.mixed  # its CustomOpDef, found by name too
-    assert target.call is torch.ops.gradverify_tests.mixed.default
+    assert target.op is torch.ops.gradverify_tests.mixed.default  # `call` wraps it
 
 
 def test_schema_defaults_are_the_targets_defaults():
@@ -177,6 +181,77 @@ def test_a_correct_op_passes_every_check_that_applies():
     # transform custom ops: the `func` check's own tests say how it tells).
     not_applicable = {r.check for r in report.results if not r.applies}
     assert {"lint", "jvp", "vmap"} <= not_applicable <= {"lint", "jvp", "vmap", "func"}
+
+
+def test_an_op_without_an_autograd_kernel_is_one_finding_and_no_torch_warning(run_spec):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = run_spec(
+            f"""
+            target: '{FIXTURES}:gradverify_tests::cpu_only_sin'
+            cases: [{{name: case, inputs: [{{shape: [4]}}]}}]
+            """
+        )
+    # torch warns from every backward through such an op; opcheck says it once instead.
+    assert [str(w.message) for w in caught] == []
+    registration = next(r for r in report.results if r.check == "opcheck")
+    assert registration.message.startswith(
+        "test_autograd_registration fails: the op has no autograd kernel"
+    )
+    # Its gradient is still checked (autograd differentiates the CPU kernel's own ops).
+    assert {r.check for r in report.results if r.status is Status.PASS} >= {
+        "backward", "finite_difference", "gradcheck", "gradgradcheck",
+    }  # fmt: skip
+    assert torch._C._get_autograd_fallback_mode() == "warn"  # torch's mode as it was
+
+
+def test_no_torch_warning_reaches_the_command_lines_output():
+    completed = subprocess.run(
+        [sys.executable, "-m", "gradverify", "check",
+         f"{FIXTURES}:gradverify_tests::cpu_only_sin", "--no-cache"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert completed.returncode == ExitCode.FAILED, completed.stderr
+    assert "test_autograd_registration fails" in completed.stdout
+    assert "Warning" not in completed.stderr + completed.stdout
+
+
+def test_a_declared_mutation_is_passed_a_clone_and_is_no_finding(run_spec):
+    target = load_target(f"{FIXTURES}:gradverify_tests::sin_cached")
+    assert target.dirty.positions == (1,)  # `cache`, from the schema's Tensor(a!)
+    x, cache = torch.rand(3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    assert torch.equal(target.call(x, cache), x.sin())
+    assert torch.equal(cache, torch.zeros(3, dtype=torch.float64))  # the caller's, untouched
+    report = run_spec(
+        f"""
+        target: '{FIXTURES}:gradverify_tests::sin_cached'
+        cases:
+          - name: case
+            inputs: [{{shape: [4], requires_grad: false}}, {{shape: [4], requires_grad: false}}]
+        """
+    )
+    assert [r.message for r in report.results if r.status in (Status.FAIL, Status.WARN)] == []
+    forward = next(r for r in report.results if r.check == "forward")
+    assert forward.status is Status.PASS
+    assert forward.notes == (
+        "argument 1 (cache) is written in place (declared in the op's mutates_args): every "
+        "check passes it as a clone",
+    )
+    assert next(r for r in report.results if r.check == "opcheck").status is Status.PASS
+
+
+def test_an_undeclared_mutation_is_still_caught_by_forward(run_spec):
+    report = run_spec(
+        f"""
+        target: '{FIXTURES}:undeclared_mutation'
+        checks: [forward]
+        cases: [{{name: case, inputs: [{{shape: [4], requires_grad: false}}]}}]
+        """
+    )
+    (forward,) = report.results
+    assert forward.status is Status.FAIL
+    assert forward.message.startswith("forward modified argument 0 (x) in place")
 
 
 def test_a_correct_op_with_literals_passes():

@@ -126,11 +126,18 @@ class ForwardCheck:
 
 
 def _dirty_notes(context: CaseContext) -> tuple[str, ...]:
-    """Arguments forward writes into with ctx.mark_dirty: every check passes them as clones."""
+    """Arguments forward writes into with ctx.mark_dirty (an op: declares in mutates_args):
+    every check passes them as clones."""
     dirty = context.target.dirty
+    if context.target.op_name is not None:
+        said = "(declared in the op's mutates_args): every check passes it as a clone"
+    else:
+        said = (
+            "(ctx.mark_dirty): every check passes it as a clone of a leaf that requires grad, "
+            "and checks the leaf's gradient"
+        )
     return tuple(
-        f"{context.describe_argument(index)} is written in place (ctx.mark_dirty): every check "
-        "passes it as a clone of a leaf that requires grad, and checks the leaf's gradient"
+        f"{context.describe_argument(index)} is written in place {said}"
         for index, argument in enumerate(context.arguments)
         if isinstance(argument, torch.Tensor) and dirty.marks(index)
     )

@@ -77,7 +77,7 @@ class OpcheckCheck:
         if context.target.op_name is None:
             return [context.result(self.id, Status.SKIP, NOT_AN_OP, applies=False)]
         tolerance = context.tolerance
-        op: Any = context.target.call  # the OpOverload (gradverify.target.describe_op)
+        op: Any = context.target.op  # the OpOverload itself (`call` wraps it)
         try:
             # Every test calls the op: if it raises, forward's failure says so, once.
             call_forward(context.target.call, fresh_copies(context.arguments))

@@ -107,6 +107,20 @@ def _(info: Any, in_dims: tuple[int | None], x: torch.Tensor) -> tuple[torch.Ten
 sin_vmap.register_autograd(_sin_backward, setup_context=_save_x)
 
 
+@torch.library.custom_op("gradverify_tests::sin_cached", mutates_args=("cache",))
+def sin_cached(x: torch.Tensor, cache: torch.Tensor) -> torch.Tensor:
+    """sin(x), also written into `cache`, as declared (torch allows no register_autograd on
+    an op that mutates: its cases differentiate nothing)."""
+    y = x.sin()
+    cache.copy_(y)
+    return y
+
+
+@sin_cached.register_fake
+def _(x: torch.Tensor, cache: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
 # --- one registration missing or wrong ---------------------------------------------------
 
 
