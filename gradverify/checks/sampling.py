@@ -44,7 +44,9 @@ def line_through(
         perturbed[index] = base + t * step
         with torch.no_grad():
             outputs = evaluate(*perturbed)
-        return torch.cat([o.detach().reshape(-1).to(torch.float64) for o in outputs])
+        # No floating output (forward returns None, or mutates an argument in place): no rows.
+        flat = [o.detach().reshape(-1).to(torch.float64) for o in outputs]
+        return torch.cat(flat) if flat else torch.zeros(0, dtype=torch.float64)
 
     return line
 
