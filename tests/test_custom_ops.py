@@ -309,7 +309,7 @@ def test_the_bundled_custom_op_spec(run_spec, find, only):
     )
     assert find(report, target=wrong, check="opcheck", status="pass")  # opcheck cannot see it
     fake = [r for r in results if r.target == f"{EXAMPLES}:row_sum_wrong_fake" and r.failed]
-    assert [r.check for r in fake] == ["opcheck", "opcheck"]
+    assert [r.check for r in fake] == ["opcheck"]  # AOT dispatch's failure is its note
     assert fake[0].message == (
         "test_faketensor fails: register_fake returns shape [3, 4] where the op returns [3]"
     )

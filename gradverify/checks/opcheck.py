@@ -14,6 +14,8 @@ from __future__ import annotations
 import inspect
 import re
 import traceback
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -57,6 +59,8 @@ NO_FAKE_HINT = (
     "add a fake implementation with {register}, returning empty tensors of the output's "
     "shape and dtype: torch.compile and torch.export trace the op with it"
 )
+# The test that traces the op with its fake: it fails whenever test_faketensor does.
+FAKE, FOLLOWS_FAKE = "test_faketensor", "test_aot_dispatch_dynamic"
 NO_AUTOGRAD_HINT = "register the backward with {register}, not as a backend (CPU) kernel"
 _SHAPES = re.compile(r"Shapes torch\.Size\((\[.*?\])\) and torch\.Size\((\[.*?\])\)")
 _DTYPES = re.compile(r"Dtypes torch\.(\w+) and torch\.(\w+)")
@@ -95,27 +99,45 @@ class OpcheckCheck:
         failures = {test: error for test, error in outcomes.items() if error != "SUCCESS"}
         if not failures:
             return [context.result(self.id, Status.PASS, f"{len(TESTS)} opcheck tests pass")]
-        return [
-            self._failure(context, test, error, fake_failed="test_faketensor" in failures)
-            for test, error in failures.items()
-        ]
+        # AOTAutograd traces the op with its fake: a wrong fake fails both tests, one cause.
+        followed = failures.pop(FOLLOWS_FAKE, None) if FAKE in failures else None
+        results = [self._failure(context, test, error) for test, error in failures.items()]
+        if followed is not None:
+            fake = next(i for i, test in enumerate(failures) if test == FAKE)
+            results[fake] = _with_followup(results[fake], followed, context.target)
+        return results
 
-    def _failure(self, context: CaseContext, test: str, error: Any, fake_failed: bool) -> Result:
+    def _failure(self, context: CaseContext, test: str, error: Any) -> Result:
         reason, hint = explain(test, error, context.target)
-        if test == "test_aot_dispatch_dynamic" and fake_failed:
-            hint = "fix test_faketensor first: AOTAutograd traces the op with its fake"
         source_file, source_line = _where(context, test, error)
-        said = _message(error)
         return context.result(
             self.id,
             Status.FAIL,
             f"{test} fails: {reason}",
             hint=hint,
-            # torch's own words, unless they say nothing more (the op's name alone).
-            details=() if said == reason or " " not in said else (f"torch: {said}",),
+            details=_torch_said(error, reason),
             source_file=source_file,
             source_line=source_line,
         )
+
+
+def _with_followup(fake: Result, error: Any, target: Target) -> Result:
+    """test_faketensor's failure, saying that test_aot_dispatch_dynamic fails after it."""
+    reason, _ = explain(FOLLOWS_FAKE, error, target)
+    raised_at = _user_line(error)
+    where = f" (at {Path(raised_at[0]).name}:{raised_at[1]})" if raised_at else ""
+    note = (
+        f"{FOLLOWS_FAKE} fails too, most likely from the same cause (AOTAutograd traces the "
+        f"op with its fake): {reason}{where}"
+    )
+    said = tuple(f"torch ({FOLLOWS_FAKE}): {_message(error)}" for _ in _torch_said(error, reason))
+    return replace(fake, notes=(*fake.notes, note), details=(*fake.details, *said))
+
+
+def _torch_said(error: Any, reason: str) -> tuple[str, ...]:
+    """torch's own words, unless they say nothing more than `reason` (or the op's name alone)."""
+    said = _message(error)
+    return () if said == reason or " " not in said else (f"torch: {said}",)
 
 
 def explain(test: str, error: Any, target: Target) -> tuple[str, str]:
@@ -163,11 +185,9 @@ def _registration(target: Target, method: str) -> str:
 
 def _where(context: CaseContext, test: str, error: Any) -> tuple[str | None, int | None]:
     """The user's line the error came from, else the registration the test is about."""
-    if isinstance(error, BaseException):
-        frames = traceback.extract_tb(error.__traceback__)
-        users = [frame for frame in frames if _is_user_frame(frame.filename)]
-        if users:
-            return users[-1].filename, users[-1].lineno
+    raised_at = _user_line(error)
+    if raised_at is not None:
+        return raised_at
     definition = context.target.obj
     registered = {
         "test_faketensor": getattr(definition, "_abstract_fn", None),
@@ -182,6 +202,17 @@ def _where(context: CaseContext, test: str, error: Any) -> tuple[str | None, int
     except (TypeError, OSError):
         return None, None
     return file, line
+
+
+def _user_line(error: Any) -> tuple[str, int] | None:
+    """The last line of the user's code in the error's traceback, if any."""
+    if not isinstance(error, BaseException):
+        return None
+    frames = traceback.extract_tb(error.__traceback__)
+    users = [frame for frame in frames if _is_user_frame(frame.filename)]
+    if not users or users[-1].lineno is None:
+        return None
+    return users[-1].filename, users[-1].lineno
 
 
 def _message(error: Any) -> str:
