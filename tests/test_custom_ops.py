@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from gradverify import authoring
 from gradverify.api import verify
 from gradverify.cache import target_source_files
+from gradverify.checks.jvp import NO_OP_JVP
 from gradverify.checks.vmap import NO_OP_VMAP
 from gradverify.cli import app
 from gradverify.errors import SpecError, TargetError
@@ -181,6 +182,9 @@ def test_a_correct_op_passes_every_check_that_applies():
     # transform custom ops: the `func` check's own tests say how it tells).
     not_applicable = {r.check for r in report.results if not r.applies}
     assert {"lint", "jvp", "vmap"} <= not_applicable <= {"lint", "jvp", "vmap", "func"}
+    jvp = next(r for r in report.results if r.check == "jvp")
+    assert jvp.message == NO_OP_JVP
+    assert jvp.message.startswith("a custom op has no forward-mode AD (jvp) rule unless")
 
 
 def test_an_op_without_an_autograd_kernel_is_one_finding_and_no_torch_warning(run_spec):

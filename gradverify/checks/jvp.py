@@ -32,6 +32,10 @@ from gradverify.target import Target
 
 NO_JVP = "the Function defines no jvp (forward-mode AD)"
 NOT_A_FUNCTION = "not a torch.autograd.Function: there is no jvp of its own to check"
+NO_OP_JVP = (
+    "a custom op has no forward-mode AD (jvp) rule unless one is registered, and "
+    "register_autograd registers only a backward: there is no jvp to check"
+)
 SURROGATE = (
     "gradient: surrogate: jvp is an intentional non-derivative, so it is not compared with "
     "finite differences"
@@ -56,6 +60,7 @@ class JvpCheck:
     def run(self, context: CaseContext) -> list[Result]:
         if not defines_jvp(context.target):
             reason = NO_JVP if context.target.is_function else NOT_A_FUNCTION
+            reason = NO_OP_JVP if context.target.op_name is not None else reason
             return [context.result(self.id, Status.SKIP, reason, applies=False)]
         if context.spec.gradient == "surrogate":
             return [context.result(self.id, Status.SKIP, SURROGATE, applies=False)]
