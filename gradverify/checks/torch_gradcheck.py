@@ -68,10 +68,17 @@ def explain_other_failure(message: str) -> tuple[str, str | None]:
 
 
 def tensor_outputs(call: Callable[..., Any]) -> Callable[..., tuple[torch.Tensor, ...]]:
-    """`call` with non-tensor outputs dropped, which torch's checkers cannot digest."""
+    """`call` with non-tensor outputs dropped, which torch's checkers cannot digest, and bool
+    outputs (a mask beside the result) as integers: torch's central difference subtracts every
+    output, and bool tensors cannot be subtracted. Positions are kept, so torch's "output i"
+    still counts every tensor output."""
 
     def wrapped(*arguments: Any) -> tuple[torch.Tensor, ...]:
-        return tuple(o for o in call_forward(call, arguments) if isinstance(o, torch.Tensor))
+        return tuple(
+            o.to(torch.int64) if o.dtype == torch.bool else o
+            for o in call_forward(call, arguments)
+            if isinstance(o, torch.Tensor)
+        )
 
     return wrapped
 

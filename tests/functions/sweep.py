@@ -3,9 +3,43 @@ what it exercised."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 
 def returns_none(x: torch.Tensor) -> None:
     """A plain function that returns nothing: settle's kink probe once raised on it (exit 3)."""
     return None
+
+
+class ReluWithMask(torch.autograd.Function):
+    """relu(x) and its mask (a bool output, non-differentiable): correct. torch's gradcheck
+    once raised on the bool output ("Subtraction ... with two bool tensors")."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mask = x > 0
+        return x * mask, mask
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        _, mask = output
+        ctx.mark_non_differentiable(mask)
+        ctx.save_for_backward(mask)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor, _grad_mask: Any) -> torch.Tensor:
+        (mask,) = ctx.saved_tensors
+        return grad * mask
+
+
+class ReluWithMaskDoubled(ReluWithMask):
+    """Seeded bug: backward doubles the gradient."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor, _grad_mask: Any) -> torch.Tensor:
+        (mask,) = ctx.saved_tensors
+        return 2 * grad * mask
