@@ -2,7 +2,9 @@
 
 Registered through the `pytest11` entry point, so pytest loads it in every run of the
 environment: at import it touches nothing but pytest. Specs are read at collection (no
-torch); torch and the engine are imported when the first item runs.
+torch); torch and the engine are imported when the first item runs. One exception: a target
+written `module:Attr` whose spec lists no `checks:` is loaded at collection, to know whether
+it is a custom op (which gets a `compile` item by default, as `gradverify check` runs it).
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ class SpecTarget(pytest.Collector):
     def __init__(self, *, entry: SpecEntry, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entry = entry
+        # The checks the engine runs on each case (a custom op's include `compile`).
+        self.checks = entry.spec.checks_for(custom_op=_is_custom_op(entry))
 
     def collect(self) -> Iterator[SpecCase]:
         for case in self.entry.spec.cases:
@@ -122,7 +126,8 @@ class SpecCase(pytest.Collector):
 
     def collect(self) -> Iterator[CheckItem]:
         target = self.entry.spec.target or ""
-        for check in self.entry.spec.selected_checks:
+        assert isinstance(self.parent, SpecTarget)
+        for check in self.parent.checks:
             item = CheckItem.from_parent(self, name=check)
             item.add_marker(pytest.mark.gradverify(target=target, case=self.case, check=check))
             yield item
@@ -191,6 +196,26 @@ class CheckFailed(Exception):
     def __init__(self, results: Sequence[Result]) -> None:
         super().__init__("; ".join(r.message for r in results))
         self.results = results
+
+
+def _is_custom_op(entry: SpecEntry) -> bool:
+    """Whether the spec's target is a torch.library custom op, where that changes its checks:
+    read off `module:ns::name` and `op:ns::name`; a target written `module:Attr` is loaded.
+    A target that fails to load counts as no op (its items report the load error)."""
+    from gradverify.spec.targets import parse_target
+
+    spec = entry.spec
+    if spec.checks is not None or "compile" in spec.extra_checks or spec.target is None:
+        return False  # the same checks either way
+    form = parse_target(spec.target)
+    if form is None or form.op is not None:
+        return form is not None
+    from gradverify.target import load_target
+
+    try:
+        return load_target(spec.target).op_name is not None
+    except Exception:  # the run says why it does not load, once per item, as for any target
+        return False
 
 
 def _shown(path: Path, config: pytest.Config) -> str:

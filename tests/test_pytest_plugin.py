@@ -345,6 +345,66 @@ def test_collection_alone_does_not_import_torch(project: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(["torch imported: False"])
 
 
+OPS = """
+import torch
+
+
+@torch.library.custom_op("{namespace}::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return 2 * x
+
+
+@twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+twice.register_autograd(lambda ctx, grad: 2 * grad)
+"""
+
+
+def test_a_custom_op_gets_a_compile_item_as_the_cli_runs_it(project: pytest.Pytester) -> None:
+    project.makepyfile(ops=OPS.format(namespace="plugin_ops"))
+    for name, target in (("attribute", "ops:twice"), ("qualified", "ops:plugin_ops::twice")):
+        add_spec(
+            project, f"{name}.yaml",
+            f"target: '{target}'\ncases: [{{name: v, inputs: [{{shape: [3]}}]}}]\n",
+        )  # fmt: skip
+    # In a process of its own: torch.compile registers libraries that cannot be imported
+    # twice, as pytester's in-process runs would.
+    result = project.runpytest_subprocess(
+        "--gradverify", "specs/attribute.yaml", "specs/qualified.yaml", "-v"
+    )
+    for name, node in (("attribute", "ops:twice"), ("qualified", "ops:plugin_ops:twice")):
+        result.stdout.fnmatch_lines([f"specs/{name}.yaml::{node}::v::opcheck PASSED*"])
+        result.stdout.fnmatch_lines([f"specs/{name}.yaml::{node}::v::compile PASSED*"])
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_a_function_gets_no_compile_item_unless_asked(project: pytest.Pytester) -> None:
+    add_spec(
+        project, "plain.yaml", "target: fns:Square\ncases: [{name: v, inputs: [{shape: [3]}]}]\n"
+    )
+    collected = project.runpytest("--gradverify", "specs/plain.yaml", "--collect-only", "-q")
+    assert "::compile" not in collected.stdout.str()
+    assert "specs/plain.yaml::fns:Square::v::opcheck" in collected.stdout.str()
+    add_spec(
+        project, "asked.yaml",
+        "target: fns:Square\nextra_checks: [compile]\ncases: [{name: v, inputs: [{shape: [3]}]}]\n",
+    )  # fmt: skip
+    asked = project.runpytest("--gradverify", "specs/asked.yaml", "--collect-only", "-q")
+    asked.stdout.fnmatch_lines(["specs/asked.yaml::fns:Square::v::compile"])
+
+
+def test_an_attribute_that_does_not_load_is_reported_by_its_items(
+    project: pytest.Pytester,
+) -> None:
+    add_spec(project, "gone.yaml", "target: fns:Gone\ncases: [{name: v, inputs: [{shape: [3]}]}]\n")
+    result = project.runpytest("--gradverify", "specs/gone.yaml", "-k", "forward")
+    assert result.parseoutcomes()["failed"] == 1
+    result.stdout.fnmatch_lines(["*'fns' has no attribute 'Gone'*"])
+
+
 def test_the_readme_commands_run(project: pytest.Pytester) -> None:
     commands = [c for c in readme_commands() if "-n" not in c]
     assert len(commands) == 3
