@@ -71,10 +71,12 @@ def check(
     paths: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Argument(
-            help="Spec files, directories of specs (every *.yaml/*.yml), or targets "
-            "`package.module:Function` / `path/file.py:Function`. A plain `file.py` is a "
-            "changed file: the specs whose code lives in it or imports it run. None: the "
-            "configured spec paths ([tool.gradverify] specs, default specs/).",
+            help="Spec files, directories of specs (every *.yaml/*.yml), or targets: a "
+            "Function or function `package.module:Attr` / `path/file.py:Attr` (a "
+            "torch.library.custom_op object too), a custom op `package.module:ns::name` "
+            "(registered by importing the module) or `op:ns::name` (already registered). "
+            "A plain `file.py` is a changed file: the specs whose code lives in it or imports "
+            "it run. None: the configured spec paths ([tool.gradverify] specs, default specs/).",
             show_default=False,
         ),
     ] = None,
@@ -178,7 +180,9 @@ def check(
     """Run the checks on spec files, directories of specs, or targets.
 
     Checks: lint, forward, backward, layouts, finite_difference, gradcheck, gradgradcheck,
-    expected_gradient (surrogates), reference (with `reference:`), jvp and vmap.
+    expected_gradient (surrogates), reference (with `reference:`), jvp, vmap, func
+    (torch.func transforms), opcheck (custom ops) and compile (torch.compile: opt-in, with
+    --extra-check compile or `extra_checks`; on by default for custom ops).
 
     Exit codes: 0 nothing failed, 1 a check failed, 2 a usage, spec or target error,
     3 an internal error of gradverify.

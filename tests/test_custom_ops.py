@@ -80,6 +80,19 @@ def test_a_spec_rejects_an_op_name_without_its_module():
     assert "`op:ns::name`" in message
 
 
+def test_check_help_lists_the_target_forms_and_the_checks_for_ops():
+    result = CliRunner().invoke(app, ["check", "--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0
+    said = " ".join(result.output.split())
+    for form in ("`package.module:Attr`", "`package.module:ns::name`", "`op:ns::name`"):
+        assert form in said
+    assert "a Function or function" in said
+    assert "func (torch.func transforms), opcheck (custom ops) and compile" in said
+    assert "opt-in, with --extra-check compile or `extra_checks`; on by default for custom ops" in (
+        said
+    )
+
+
 def test_a_spec_accepts_every_op_form():
     for target in ("pkg.ops:mylib::mysin", "op:mylib::mysin", "op:aten::add.Tensor"):
         (entry,) = parse_spec(f"target: '{target}'\ncases: [{{name: c, inputs: [1]}}]\n", "s.yaml")
