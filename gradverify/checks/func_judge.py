@@ -73,6 +73,9 @@ class Judge:
         self.notes: list[str] = []
         self.inherited: dict[int, list[Finding]] = {}  # backward's own error, by argument
         self.own: dict[int, list[Finding]] = {}  # the transforms' own errors, by argument
+        # backward not linear in grad_output (it ignores it, say): finite_difference's one-hot
+        # grad_outputs cannot see that, grad's and vjp's random weightings do
+        self.nonlinear: dict[int, Finding] = {}
         self._numerical: dict[int, torch.Tensor] = {}
         self._backward: dict[int, torch.Tensor] | None = None
 
@@ -118,6 +121,9 @@ class Judge:
             comparison = assess(self.context, index, blocks).comparison
         if comparison.ok:
             return None
+        if transform in PROJECTED and not self._linear(transform, index):
+            self.nonlinear.setdefault(index, self._finding(transform, index, comparison, got))
+            return None
         backward = self.backward(index)
         if transform in PROJECTED:
             backward = self._weights(transform) @ backward
@@ -129,6 +135,50 @@ class Judge:
             return
         row, column = comparison.row, comparison.column
         self._depart(index, finding, float(backward[row, column]))
+
+    def _linear(self, transform: str, index: int) -> bool:
+        """Whether eager backward scales with grad_output for argument `index`: twice the
+        weighting gives twice the gradient."""
+        tol = self.context.tolerance
+        chosen = list(self.transforms.weights if transform == GRAD else self.transforms.cotangents)
+        argument = self.arguments[index]
+        with torch.enable_grad(), user_code("backward"):
+            once, twice = (
+                torch.autograd.grad(
+                    self.selection.outputs, [argument], [scale * w for w in chosen],
+                    retain_graph=True, allow_unused=True,
+                )[0]
+                for scale in (1.0, 2.0)
+            )  # fmt: skip
+        if once is None or twice is None:
+            return True
+        return compare(
+            twice.reshape(1, -1).to(torch.float64), 2 * once.reshape(1, -1).to(torch.float64),
+            tol.atol, tol.rtol,
+        ).ok  # fmt: skip
+
+    def nonlinear_failure(self, index: int, finding: Finding) -> Result:
+        """backward ignores (or does not scale with) grad_output for argument `index`."""
+        context = self.context
+        gradcheck_failed = any(r.check == "gradcheck" and r.failed for r in context.earlier)
+        message = (
+            f"backward's gradient of {context.describe_argument(index)} does not scale with "
+            f"grad_output: {finding.transform}, which weights the outputs at random, gives "
+            f"{finding.value:.6g} {self.where(finding)}, finite differences "
+            f"{finding.numerical:.6g}"
+        )
+        return context.result(
+            self.check, Status.FAIL, message,
+            input_index=index, element=finding.element,
+            analytical=finding.value, numerical=finding.numerical,
+            max_abs_error=abs(finding.value - finding.numerical),
+            value_labels=(finding.transform, "finite differences"),
+            hint="backward must be linear in grad_output: multiply each gradient by "
+            "grad_output (twice the grad_output gives a gradient that is not twice as large); "
+            "finite_difference, with one-hot grad_outputs of 1, cannot see it",
+            notes=self._weighting_note(finding.transform),
+            same_as="gradcheck" if gradcheck_failed else None,
+        )  # fmt: skip
 
     def _blocks(self, index: int, got: torch.Tensor) -> Blocks:
         selection = self.selection
@@ -253,6 +303,9 @@ class Judge:
         atol = tol.atol * float(weights.norm() * direction.norm())
         if abs(value - numerical) <= atol + tol.rtol * abs(numerical):
             return None
+        if not self._linear(transform, index):
+            self.nonlinear.setdefault(index, Finding(transform, None, None, value, numerical))
+            return None
         chosen = self.transforms.weights if transform == GRAD else self.transforms.cotangents
         with torch.enable_grad(), user_code("backward"):
             (gradient,) = torch.autograd.grad(
@@ -286,6 +339,9 @@ def verdicts(context: CaseContext, check: str, judge: Judge) -> list[Result]:
     for index in judge.transforms.wrt:
         if index in judge.own:
             results.append(judge.own_failure(index, judge.own[index]))
+            continue
+        if index in judge.nonlinear:
+            results.append(judge.nonlinear_failure(index, judge.nonlinear[index]))
             continue
         findings = judge.inherited.get(index)
         if not findings:

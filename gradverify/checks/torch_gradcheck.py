@@ -34,6 +34,11 @@ KNOWN_FAILURES = {
         "backward does not handle an undefined (None) grad_output",
         "treat a None grad_output as zeros, or keep ctx.set_materialize_grads(True)",
     ),
+    "backward not multiplied by grad_output": (
+        "backward does not multiply a gradient by grad_output: it is right for a grad_output "
+        "of 1 only",
+        "multiply each gradient by grad_output (`func` names the argument, with -v)",
+    ),
     "grad is incorrect": (
         "backward returns a gradient of the wrong shape, dtype or device",
         "see the `backward` check for details",

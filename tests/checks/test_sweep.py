@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 SWEEP = "tests.functions.sweep"
 
 
@@ -40,3 +42,39 @@ def test_a_wrong_gradient_beside_a_bool_output_still_fails_gradcheck(run_spec, o
     result = only(report, check="gradcheck")
     assert result.status.value == "fail"
     assert result.input_index == 0
+
+
+def _weighted_squares(run_spec, target, shape, checks):
+    return run_spec(
+        f"""
+        target: {SWEEP}:{target}
+        checks: {checks}
+        cases: [{{name: case, inputs: [{{shape: {shape}}}, {{shape: {shape}}}]}}]
+        """
+    )
+
+
+@pytest.mark.parametrize("shape", [[5], [3000]])  # full and randomized mode
+def test_a_correct_scalar_loss_passes_func(run_spec, only, shape):
+    report = _weighted_squares(run_spec, "WeightedSquares", shape, "[func]")
+    assert only(report, check="func").status.value == "pass"
+
+
+@pytest.mark.parametrize("shape", [[5], [3000]])
+def test_a_gradient_that_ignores_grad_output_is_named_by_func_not_blamed_on_setup_context(
+    run_spec, only, shape
+):
+    report = _weighted_squares(run_spec, "WeightedSquaresIgnoresGrad", shape, "[func]")
+    result = only(report, check="func")
+    assert result.status.value == "fail"
+    assert result.input_index == 1
+    assert "does not scale with grad_output" in result.message
+    assert "setup_context" not in (result.hint or "")
+
+
+def test_func_folds_a_gradient_that_ignores_grad_output_under_gradcheck(run_spec, only):
+    report = _weighted_squares(run_spec, "WeightedSquaresIgnoresGrad", [5], "[gradcheck, func]")
+    gradcheck = only(report, check="gradcheck")
+    assert gradcheck.status.value == "fail"
+    assert "grad_output" in gradcheck.message
+    assert only(report, check="func").same_as == "gradcheck"

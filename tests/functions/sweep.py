@@ -43,3 +43,32 @@ class ReluWithMaskDoubled(ReluWithMask):
     def backward(ctx: Any, grad: torch.Tensor, _grad_mask: Any) -> torch.Tensor:
         (mask,) = ctx.saved_tensors
         return 2 * grad * mask
+
+
+class WeightedSquares(torch.autograd.Function):
+    """sum(w * x * x), a scalar: correct."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (w * x * x).sum()
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return 2 * grad * w * x, grad * x * x
+
+
+class WeightedSquaresIgnoresGrad(WeightedSquares):
+    """Seeded bug: the gradient of w forgets grad_output (right for a grad_output of 1 only,
+    so the one-hot finite differences cannot see it)."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return 2 * grad * w * x, x * x
