@@ -25,7 +25,7 @@ _MISMATCH = re.compile(
     r"Jacobian (?:computed with forward mode )?mismatch for output (\d+) with respect to input (\d+)"
 )
 
-KNOWN_FAILURES = {
+KNOWN_FAILURES: dict[str, tuple[str, str | None]] = {
     "Backward is not reentrant": (
         "backward is nondeterministic: running it twice on the same inputs gives different values",
         "random numbers or atomics in backward; if intended, raise tolerance.nondet_tol",
@@ -38,6 +38,12 @@ KNOWN_FAILURES = {
         "backward does not multiply a gradient by grad_output: it is right for a grad_output "
         "of 1 only",
         "multiply each gradient by grad_output (`func` names the argument, with -v)",
+    ),
+    "Numerical gradient for function expected to be zero": (
+        "autograd sees no dependence on the inputs here (the result does not require grad: "
+        "computed under torch.no_grad(), or through .detach() or .data), but its values change "
+        "with them",
+        None,
     ),
     "grad is incorrect": (
         "backward returns a gradient of the wrong shape, dtype or device",

@@ -78,3 +78,17 @@ def test_func_folds_a_gradient_that_ignores_grad_output_under_gradcheck(run_spec
     assert gradcheck.status.value == "fail"
     assert "grad_output" in gradcheck.message
     assert only(report, check="func").same_as == "gradcheck"
+
+
+def test_a_backward_under_no_grad_is_said_in_plain_words_by_gradgradcheck(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {SWEEP}:SinBackwardWithoutGrad
+        checks: [gradgradcheck]
+        cases: [{{name: case, inputs: [{{shape: [5]}}]}}]
+        """
+    )
+    result = only(report, check="gradgradcheck")
+    assert result.status.value == "fail"
+    assert "torch.no_grad()" in result.message
+    assert "expected to be zero" not in result.message

@@ -72,3 +72,23 @@ class WeightedSquaresIgnoresGrad(WeightedSquares):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x, w = ctx.saved_tensors
         return 2 * grad * w * x, x * x
+
+
+class SinBackwardWithoutGrad(torch.autograd.Function):
+    """Seeded bug: backward runs under torch.no_grad(), so double backward sees a constant."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        with torch.no_grad():
+            return grad * x.cos()
