@@ -62,6 +62,11 @@ NO_FAKE_HINT = (
 # The test that traces the op with its fake: it fails whenever test_faketensor does.
 FAKE, FOLLOWS_FAKE = "test_faketensor", "test_aot_dispatch_dynamic"
 NO_AUTOGRAD_HINT = "register the backward with {register}, not as a backend (CPU) kernel"
+NO_BACKWARD_FOR_MUTATION = (
+    "torch allows no register_autograd on an op that mutates its arguments: make a functional "
+    "op (return new tensors) to differentiate it, or check it with inputs that have "
+    "`requires_grad: false`"
+)
 _SHAPES = re.compile(r"Shapes torch\.Size\((\[.*?\])\) and torch\.Size\((\[.*?\])\)")
 _DTYPES = re.compile(r"Dtypes torch\.(\w+) and torch\.(\w+)")
 _OUTPUT = re.compile(r"for output\[(\d+)\]")
@@ -118,7 +123,22 @@ class OpcheckCheck:
             details=_torch_said(error, reason),
             source_file=source_file,
             source_line=source_line,
+            same_as=_said_before(context, error),
         )
+
+
+def _said_before(context: CaseContext, error: Any) -> str | None:
+    """`forward` or `backward`, when it already failed on this case with torch's words (the
+    op has no backward, say): the report says it once."""
+    first = _first_sentence(_message(error))
+    return next(
+        (
+            r.check
+            for r in context.earlier
+            if r.failed and r.check in ("forward", "backward") and first in r.message
+        ),
+        None,
+    )
 
 
 def _with_followup(fake: Result, error: Any, target: Target) -> Result:
@@ -168,6 +188,12 @@ def explain(test: str, error: Any, target: Target) -> tuple[str, str]:
             "instead, which torch deprecates and which can be silently wrong"
         )
         return reason, NO_AUTOGRAD_HINT.format(register=_registration(target, "register_autograd"))
+    if "no autograd formula was registered" in message:
+        return "the op has no backward: nothing registered with register_autograd", (
+            NO_BACKWARD_FOR_MUTATION
+            if target.dirty
+            else f"register the backward with {_registration(target, 'register_autograd')}"
+        )
     return _first_sentence(message.removeprefix(f"{target.op_name}: ")), HINTS[test]
 
 

@@ -125,6 +125,35 @@ def test_an_op_without_an_autograd_kernel_fails_autograd_registration(run_spec):
     assert results[1].details == ()  # torch said only the op's name
 
 
+def test_an_op_that_mutates_and_so_has_no_backward_says_why(run_spec):
+    (result,) = opcheck(run_spec, f"{FIXTURES}:sin_cached", "[{shape: [4]}, {shape: [4]}]")
+    assert result.message == (
+        "test_aot_dispatch_dynamic fails: the op has no backward: nothing registered with "
+        "register_autograd"
+    )
+    assert result.hint.startswith("torch allows no register_autograd on an op that mutates")
+    assert result.same_as is None  # backward did not run here
+    # Nothing to differentiate: it passes.
+    inputs = "[{shape: [4], requires_grad: false}, {shape: [4], requires_grad: false}]"
+    (passed,) = opcheck(run_spec, f"{FIXTURES}:sin_cached", inputs)
+    assert passed.status is Status.PASS
+
+
+def test_an_op_without_a_backward_is_said_once_by_backward(run_spec):
+    report = run_spec(
+        f"""
+        target: '{FIXTURES}:sin_cached'
+        checks: [forward, backward, opcheck]
+        cases: [{{name: case, inputs: [{{shape: [4]}}, {{shape: [4]}}]}}]
+        """
+    )
+    backward, opcheck = (r for r in report.results if r.failed)
+    assert backward.check == "backward"
+    assert "no autograd formula was registered" in backward.message
+    assert opcheck.check == "opcheck"
+    assert opcheck.same_as == "backward"
+
+
 def test_a_forward_that_raises_is_said_once_by_forward(run_spec):
     results = opcheck(run_spec, f"{FIXTURES}:mixed", "[{shape: [4]}, 1.0, 2, true, [5]]")
     (result,) = results
