@@ -263,9 +263,10 @@ Common failures and fixes:
     `x.new_empty(x.shape[:-1])` for a sum over the last dimension.
   - no fake implementation: add one with `@myop.register_fake`, returning empty tensors of
     the output's shape and dtype; torch.compile and torch.export trace the op with it.
-  - test_aot_dispatch_dynamic fails after test_faketensor: fix the fake first. Alone, it
-    means the fake or the backward needs concrete values: no .item(), .tolist() or shapes
-    that depend on values.
+  - test_aot_dispatch_dynamic fails after test_faketensor (it traces the op with the fake):
+    one finding, said in a note of test_faketensor's; fix the fake first. Alone, it means
+    the fake or the backward needs concrete values: no .item(), .tolist() or shapes that
+    depend on values.
   - a wrong gradient is not opcheck's to find: finite_difference and gradcheck find it,
     at the element, pointing at the registered backward.""",
     "compile": """\
