@@ -39,7 +39,8 @@ class Target:
     source_file: str | None = None
     backward_line: int | None = None
     once_differentiable: bool = False  # backward wrapped in @once_differentiable
-    # Arguments forward writes into (ctx.mark_dirty); `call` passes clones of them.
+    # Arguments forward writes into (ctx.mark_dirty; an op's mutates_args); `call` passes
+    # clones of them.
     dirty: DirtyArguments = field(default_factory=DirtyArguments)
     # A torch.library custom op: its qualified name ("mylib::mysin"); None for anything else.
     op_name: str | None = None
