@@ -27,6 +27,7 @@ from typing import ClassVar
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result
+from gradverify.checks.complex_parts import realify
 from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.func_judge import Judge, joined, verdicts
 from gradverify.checks.func_parts import GRAD, JACFWD, JACREV, VJP, crash_hint, transforms_for
@@ -58,7 +59,6 @@ NOT_COMPARED = {
     "surrogate": "gradient: surrogate: backward is intentionally not the derivative",
     "approximate": "gradient: approximate: backward is an estimate, not compared entry by entry",
 }
-COMPLEX = "complex arguments: torch.func.grad needs a real scalar, so transforms are not compared"
 RANDOM = "forward draws random numbers, which torch.vmap refuses by default"
 
 
@@ -113,10 +113,12 @@ class FuncCheck:
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]
         arguments = fresh_copies(context.arguments, torch.float64)
-        if any(arguments[index].is_complex() for index in wrt):
-            return [context.result(self.id, Status.SKIP, COMPLEX)]
         notes = promotion_notes(context, context.arguments)
         mode, mode_reason = resolve_mode(context, arguments)
+        # Complex values as (real, imaginary) pairs, as finite_difference sees them: the
+        # transforms then differentiate a real function, through the Function's backward.
+        real = realify(context, arguments, wrt)
+        context, arguments = real.context, real.arguments
         try:
             with torch.enable_grad():
                 selection = forward_selection(context.target.call, arguments)
@@ -129,7 +131,9 @@ class FuncCheck:
             context.target.call, arguments, wrt, selection.layout, selection.outputs,
             context.generator(salt=900),
         )  # fmt: skip
-        judge = Judge(context, self.id, arguments, selection, transforms, mode == "randomized")
+        judge = Judge(
+            context, self.id, arguments, selection, transforms, mode == "randomized", real.parts
+        )
         results, ran = self._run_all(context, judge, names, notes)  # quiet: no not-run notes
         if results:
             return results

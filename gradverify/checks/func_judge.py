@@ -15,6 +15,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, user_code
 from gradverify.checks.compare import Comparison, compare
+from gradverify.checks.complex_parts import NO_PARTS, Parts
 from gradverify.checks.finite_difference import Blocks, assess
 from gradverify.checks.func_parts import GRAD, JACFWD, JACREV, VJP, Transforms, flat_weights
 from gradverify.checks.jacobian import (
@@ -22,7 +23,6 @@ from gradverify.checks.jacobian import (
     analytical_jacobians,
     element_words,
     numerical_jacobian,
-    unravel,
 )
 from gradverify.results import Result, Status
 
@@ -54,6 +54,7 @@ class Finding:
     mismatched: int = 1
     total: int = 1
     backward: float | None = None  # autograd's value there, when the transform departs from it
+    part: str = ""  # for complex values: which part of which (complex_parts.Parts.entry_words)
 
 
 class Judge:
@@ -67,8 +68,10 @@ class Judge:
         selection: Selection,
         transforms: Transforms,
         randomized: bool,
+        parts: Parts = NO_PARTS,
     ) -> None:
         self.context, self.check, self.arguments = context, check, arguments
+        self.parts = parts  # complex arguments and outputs seen as (real, imaginary) pairs
         self.selection, self.transforms, self.randomized = selection, transforms, randomized
         self.notes: list[str] = []
         self.inherited: dict[int, list[Finding]] = {}  # backward's own error, by argument
@@ -194,15 +197,21 @@ class Judge:
     def _finding(
         self, transform: str, index: int, comparison: Comparison, got: torch.Tensor
     ) -> Finding:
-        element = unravel(comparison.column, self.arguments[index].shape)
+        parts, column = self.parts, comparison.column
+        element = parts.element(index, column, self.arguments[index].shape)
         output = None
+        row_part = None
         layout = self.selection.layout
         elementwise = layout.shapes == (tuple(self.arguments[index].shape),)
-        if transform not in PROJECTED and not (elementwise and comparison.row == comparison.column):
-            output = layout.locate(comparison.row)
+        if transform not in PROJECTED:
+            output_index, output_element, row_part = parts.locate(layout, comparison.row)
+            if not (elementwise and comparison.row == column):
+                output = (output_index, output_element)
+        name = self.context.describe_argument(index)
         return Finding(
             transform, element, output, comparison.analytical, comparison.numerical,
             comparison.mismatched, comparison.total,
+            part=parts.entry_words(name, index, column, row_part),
         )  # fmt: skip
 
     def _inherit(self, index: int, finding: Finding) -> None:
@@ -274,7 +283,7 @@ class Judge:
         if finding.output is not None:
             output_index, output_element = finding.output
             where += f", output {output_index} element {list(output_element)}"
-        return where
+        return f"{where}, {finding.part}" if finding.part else where
 
     def _weighting_note(self, transform: str) -> tuple[str, ...]:
         if transform == GRAD:

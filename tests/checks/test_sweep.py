@@ -92,3 +92,43 @@ def test_a_backward_under_no_grad_is_said_in_plain_words_by_gradgradcheck(run_sp
     assert result.status.value == "fail"
     assert "torch.no_grad()" in result.message
     assert "expected to be zero" not in result.message
+
+
+COMPLEX_LINEAR = "[{shape: [3, 4], dtype: complex128}, {shape: [2, 4], dtype: complex128}]"
+
+
+@pytest.mark.parametrize(
+    ("target", "inputs"),
+    [
+        ("ComplexLinear", COMPLEX_LINEAR),
+        ("SquaredModulus", "[{shape: [5], dtype: complex128}]"),
+        ("SquaredModulus", "[{shape: [3000], dtype: complex128}]"),  # randomized mode
+    ],
+)
+def test_complex_functions_for_torch_func_pass_func(run_spec, only, target, inputs):
+    report = run_spec(
+        f"""
+        target: {SWEEP}:{target}
+        checks: [func]
+        cases: [{{name: case, inputs: {inputs}}}]
+        """
+    )
+    result = only(report, check="func")
+    assert result.status.value == "pass", result.message
+    assert result.message.startswith("torch.func grad, vjp")
+
+
+def test_func_names_the_complex_element_and_part_a_conjugation_bug_breaks(run_spec, only, find):
+    report = run_spec(
+        f"""
+        target: {SWEEP}:ComplexLinearForgotConj
+        checks: [finite_difference, func]
+        cases: [{{name: case, inputs: {COMPLEX_LINEAR}}}]
+        """
+    )
+    result = only(report, check="func", input_index=0)
+    assert result.status.value == "fail"
+    assert result.same_as == "finite_difference"
+    assert len(result.element) == 2  # x's own shape [3, 4], not the pairs [3, 4, 2]
+    assert "part of the gradient" in result.message
+    assert not find(report, check="func", input_index=1)  # w's gradient is right

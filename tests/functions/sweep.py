@@ -92,3 +92,50 @@ class SinBackwardWithoutGrad(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         with torch.no_grad():
             return grad * x.cos()
+
+
+class ComplexLinear(torch.autograd.Function):
+    """x @ w.mT for complex x and w, written for torch.func: correct (conjugates in backward)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return x @ w.mT
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return grad @ w.conj(), grad.mT @ x.conj()
+
+
+class ComplexLinearForgotConj(ComplexLinear):
+    """Seeded bug: the gradient of x lacks the conjugate of w."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return grad @ w, grad.mT @ x.conj()
+
+
+class SquaredModulus(torch.autograd.Function):
+    """sum |z|², a real loss of a complex argument, for torch.func: correct."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(z: torch.Tensor) -> torch.Tensor:
+        return (z.real**2 + z.imag**2).sum()
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (z,) = ctx.saved_tensors
+        return 2 * grad * z
