@@ -69,7 +69,7 @@ class VmapCheck:
             return [crash_result(context, self.id, error)]
         batched = _stack(slices)
         try:
-            outputs = _vmapped(context, batched)
+            outputs = _vmapped(context, batched, looped[0])
         except UserCodeError as error:
             return [_vmap_crash(context, error, notes)]
         problem = _compare_outputs(context, outputs, looped, notes)
@@ -130,10 +130,15 @@ def _stack(slices: Sequence[Arguments]) -> Arguments:
     return tuple(stacked)
 
 
-def _vmapped(context: CaseContext, batched: Arguments) -> Outputs:
+def _vmapped(context: CaseContext, batched: Arguments, unbatched: Outputs) -> Outputs:
     in_dims = tuple(0 if isinstance(a, torch.Tensor) else None for a in batched)
+    # A non-tensor output (a number beside the result) is not batched: torch.vmap refuses it
+    # unless out_dims says None for it, as a user who vmaps such a Function writes.
+    out_dims: Any = 0
+    if not all(isinstance(o, torch.Tensor) for o in unbatched):
+        out_dims = tuple(0 if isinstance(o, torch.Tensor) else None for o in unbatched)
     with user_code("vmap"):
-        outputs = torch.vmap(context.target.call, in_dims=in_dims)(*batched)
+        outputs = torch.vmap(context.target.call, in_dims=in_dims, out_dims=out_dims)(*batched)
     return outputs if isinstance(outputs, tuple) else (outputs,)
 
 

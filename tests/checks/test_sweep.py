@@ -132,3 +132,28 @@ def test_func_names_the_complex_element_and_part_a_conjugation_bug_breaks(run_sp
     assert len(result.element) == 2  # x's own shape [3, 4], not the pairs [3, 4, 2]
     assert "part of the gradient" in result.message
     assert not find(report, check="func", input_index=1)  # w's gradient is right
+
+
+def test_a_number_beside_the_result_is_batched_by_vmap_as_unbatched(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {SWEEP}:ScaleAndFactor
+        checks: [vmap]
+        cases: [{{name: case, inputs: [{{shape: [4]}}, 0.5]}}]
+        """
+    )
+    result = only(report, check="vmap")
+    assert result.status.value == "pass", result.message
+    assert "gradients of 1 argument" in result.message
+
+
+def test_finite_difference_still_fails_a_wrong_gradient_beside_a_number(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {SWEEP}:ScaleAndFactorWrongGrad
+        checks: [vmap, finite_difference]
+        cases: [{{name: case, inputs: [{{shape: [4]}}, 0.5]}}]
+        """
+    )
+    assert only(report, check="vmap").status.value == "pass"
+    assert only(report, check="finite_difference").status.value == "fail"

@@ -139,3 +139,30 @@ class SquaredModulus(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (z,) = ctx.saved_tensors
         return 2 * grad * z
+
+
+class ScaleAndFactor(torch.autograd.Function):
+    """(x * alpha, alpha): a number beside the result, for torch.func: correct. torch.vmap
+    needs out_dims None for the number; the vmap check once failed it."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor, alpha: float) -> tuple[torch.Tensor, float]:
+        return x * alpha, alpha
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.alpha = inputs[1]
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor, _grad_alpha: Any) -> tuple[torch.Tensor, None]:
+        return grad * ctx.alpha, None
+
+
+class ScaleAndFactorWrongGrad(ScaleAndFactor):
+    """Seeded bug: backward forgets alpha."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor, _grad_alpha: Any) -> tuple[torch.Tensor, None]:
+        return grad, None
