@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -14,6 +15,7 @@ from gradverify.checks.compare import compare
 from gradverify.checks.jacobian import differentiable_outputs, element_words, unravel
 from gradverify.inputs import fresh_copies
 from gradverify.memory import is_allocation_failure
+from gradverify.paths import user_path
 from gradverify.results import Result, Status
 
 
@@ -60,28 +62,53 @@ class CompileCheck:
         """A graph break or an error while tracing: a warning, at the user's line."""
         original = error.error if isinstance(error, UserCodeError) else error
         found = dynamo.explain_break(context.target.call, fresh_copies(context.arguments), original)
-        where = f" at {found.file}:{found.line}" if found.file else ""
+        custom_jvp = found.graph_break and "custom jvp" in found.reason.lower()
+        file, line = found.file, found.line
+        if file is None:  # refused at the call: the Function (or its jvp) is the user's code
+            file, line = _definition(context.target.obj, "jvp" if custom_jvp else None)
+        where = f" at {file}:{line}" if file else ""
         said = found.explanation or found.reason
         if found.graph_break:
             message = f"graph break under torch.compile{where}: {said}"
         else:
             message = f"torch.compile cannot trace it{where}: {said}"
-        hint = (
-            "the code still runs under torch.compile, but in pieces (or uncompiled) and "
-            "slower, and fullgraph=True and torch.export refuse it"
-            if found.graph_break
-            else "eager runs it, torch.compile raises; torch.export and fullgraph=True fail too"
-        )
+        if custom_jvp:
+            # dynamo's own advice (remove jvp) would cost forward-mode AD and jacfwd
+            hint = (
+                "a limitation of torch.compile, not a bug: dynamo runs a Function that "
+                "defines `jvp` uncompiled, between compiled graphs. Keep `jvp` for "
+                "forward-mode AD and torch.func.jacfwd; without it the Function compiles whole"
+            )
+        else:
+            hint = (
+                "the code still runs under torch.compile, but in pieces (or uncompiled) and "
+                "slower, and fullgraph=True and torch.export refuse it"
+                if found.graph_break
+                else "eager runs it, torch.compile raises; torch.export and fullgraph=True fail too"
+            )
+            hint = f"{hint}; torch: {found.hint}" if found.hint else hint
         return context.result(
             self.id,
             Status.WARN,
             message,
-            hint=f"{hint}; torch: {found.hint}" if found.hint else hint,
+            hint=hint,
             notes=(f"dynamo: {found.reason}",) if found.explanation else (),
-            source_file=found.file,
-            source_line=found.line,
+            source_file=file,
+            source_line=line,
             same_as=None if found.graph_break else _traced_by_opcheck(context),
         )
+
+
+def _definition(obj: Any, method: str | None) -> tuple[str | None, int | None]:
+    """Where `obj` (or its `method`, when it has one) is defined, as reports show paths."""
+    found = getattr(obj, method, None) if method is not None else None
+    try:
+        source = inspect.unwrap(found if found is not None else obj)
+        file = inspect.getsourcefile(source)
+        _, line = inspect.getsourcelines(source)
+    except (TypeError, OSError):
+        return None, None
+    return (user_path(file), line) if file is not None else (None, None)
 
 
 def _traced_by_opcheck(context: CaseContext) -> str | None:
