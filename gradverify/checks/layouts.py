@@ -147,7 +147,31 @@ class LayoutsCheck:
         needed = node.needs_input_grad
         if index >= len(raw) or raw[index] is None or index >= len(needed) or needed[index]:
             return None
+        others = [g for i, g in enumerate(raw) if i != index] + list(run.grad_outputs)
+        if _shares_storage(raw[index], others):
+            return None  # grad_output or another gradient handed on again: nothing computed
         return index
+
+
+def _shares_storage(gradient: Any, others: Sequence[Any]) -> bool:
+    """`gradient` is one of `others` or a view of one's memory (`return g, g`)."""
+    if not isinstance(gradient, torch.Tensor):
+        return False
+    try:
+        memory = gradient.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (sparse, ...)
+        return any(gradient is other for other in others)
+    for other in others:
+        if not isinstance(other, torch.Tensor):
+            continue
+        if gradient is other:
+            return True
+        try:
+            if memory and other.untyped_storage().data_ptr() == memory:
+                return True
+        except (RuntimeError, NotImplementedError):
+            continue
+    return False
 
 
 def _wasted_work(context: CaseContext, indices: Sequence[int]) -> Result:

@@ -195,6 +195,16 @@ def test_one_wasted_gradient_names_its_argument_and_flag(run_spec, only):
     )
 
 
+@pytest.mark.parametrize("function", ["AddSharesGrad", "AddSharesComputedGrad"])
+def test_a_gradient_handed_on_again_is_not_wasted_work(run_spec, only, function):
+    # `return grad, grad` (or one computed gradient twice) computes nothing for the argument
+    # that needs none: no warning.
+    report = run_spec(layouts_spec(f"tests.functions.sweep:{function}", TWO_MATRICES))
+    result = only(report, check="layouts")
+    assert result.status.value == "pass", result
+    assert "requires_grad off" in result.message
+
+
 # Turning variants off.
 
 

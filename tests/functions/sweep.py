@@ -166,3 +166,42 @@ class ScaleAndFactorWrongGrad(ScaleAndFactor):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor, _grad_alpha: Any) -> tuple[torch.Tensor, None]:
         return grad, None
+
+
+class AddSharesGrad(torch.autograd.Function):
+    """x + y, whose backward returns grad_output itself for both: correct, and no work is
+    wasted when one argument needs no gradient (layouts once warned it was)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + y
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        pass
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return grad, grad
+
+
+class AddSharesComputedGrad(torch.autograd.Function):
+    """2 * (x + y), whose backward computes one gradient and returns it for both: correct,
+    and the second costs nothing."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return 2 * (x + y)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        pass
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        doubled = 2 * grad
+        return doubled, doubled
