@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.forward import RETURNS_NOTHING, op_returns_nothing
 from gradverify.checks.graph import backward_return
 from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.checks.stochastic import run_to_run_spread
@@ -34,6 +36,8 @@ class BackwardCheck:
             outputs = call_forward(context.target.call, arguments)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
+        if op_returns_nothing(context):
+            return [context.result(self.id, Status.SKIP, _NOTHING_RETURNED, applies=False)]
         if not differentiable_outputs(outputs):
             return [context.result(self.id, Status.SKIP, "no output is differentiable")]
         grad_outputs = _grad_outputs(outputs, context.generator(salt=1))
@@ -41,7 +45,8 @@ class BackwardCheck:
         try:
             first = _run_backward(context, outputs, arguments, grad_outputs)
         except UserCodeError as error:
-            return [crash_result(context, self.id, error)]
+            invalid = _invalid_registered_gradient(context, self.id, error, arguments)
+            return [invalid or crash_result(context, self.id, error)]
 
         problems = _modified_grad_outputs(context, self.id, grad_outputs, snapshots)
         count_problem = _count_problem(context, self.id, first, arguments)
@@ -67,6 +72,53 @@ class BackwardCheck:
         if crash is not None:
             return [crash]
         return [context.result(self.id, Status.PASS, _summary(first, arguments, spread))]
+
+
+_NOTHING_RETURNED = "no output is differentiable: " + RETURNS_NOTHING
+
+# What torch's autograd engine (validate_outputs) raises for an op's registered backward that
+# returns a gradient not fit for its argument: "Function GeneratedBackwardFor_ns_op_default-
+# Backward returned an invalid gradient at index 0 - got [] but expected shape compatible with
+# [4]", or "- expected dtype|layout|device X but got Y". The index counts tensor arguments.
+_INVALID_GRADIENT = re.compile(
+    r"returned an invalid gradient at index (?P<index>\d+) - "
+    r"(?:got (?P<got_shape>\[[^\]]*\]) but expected shape compatible with "
+    r"(?P<expected_shape>\[[^\]]*\])"
+    r"|expected (?P<kind>d?type|layout|device) (?P<expected>.+?) but got (?P<got>.+?)$)",
+    re.MULTILINE,
+)
+
+
+def _invalid_registered_gradient(
+    context: CaseContext, check: str, error: UserCodeError, arguments: Sequence[Any]
+) -> Result | None:
+    """A custom op's registered backward returned a gradient of the wrong shape, dtype, layout
+    or device, as torch reports it: said in our words, torch's text kept in the details."""
+    match = _INVALID_GRADIENT.search(str(error.error))
+    if context.target.op_name is None or match is None:
+        return None
+    tensors = [i for i, argument in enumerate(arguments) if isinstance(argument, torch.Tensor)]
+    position = int(match["index"])
+    index = tensors[position] if position < len(tensors) else None
+    which = context.describe_argument(index) if index is not None else f"tensor {position}"
+    if match["got_shape"] is not None:
+        what = f"of shape {match['got_shape']}"
+        expected = match["expected_shape"]
+    else:
+        kind = "dtype" if match["kind"] == "type" else match["kind"]
+        what = f"with {kind} {match['got']}"
+        expected = match["expected"]
+    return context.result(
+        check,
+        Status.FAIL,
+        f"the registered backward returns a gradient {what} for {which}, expected {expected}",
+        input_index=index,
+        hint="register_autograd's backward returns one gradient per argument, each in its "
+        "argument's shape, dtype and device (None where there is none)",
+        details=error.frames,  # torch's words last
+        source_file=context.target.source_file,
+        source_line=context.target.backward_line,
+    )
 
 
 def _grad_outputs(outputs: Sequence[Any], generator: torch.Generator) -> list[torch.Tensor | None]:

@@ -137,7 +137,7 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
     broken = [r for r in context.earlier if r.failed and r.check in ("forward", "backward")]
     if broken and check not in {r.check for r in broken}:
         # Say the error again only if the failure above does not already say it.
-        said = any(_first_line(error.error) in r.message for r in broken)
+        said = any(_first_line(error.error) in " ".join((r.message, *r.details)) for r in broken)
         return context.result(
             check,
             Status.SKIP,

@@ -135,7 +135,9 @@ def _said_before(context: CaseContext, error: Any) -> str | None:
         (
             r.check
             for r in context.earlier
-            if r.failed and r.check in ("forward", "backward") and first in r.message
+            if r.failed
+            and r.check in ("forward", "backward")
+            and first in " ".join((r.message, *r.details))  # torch's words, or ours with theirs
         ),
         None,
     )

@@ -198,3 +198,29 @@ def test_backward_is_skipped_when_nothing_requires_grad(run_spec, find):
     ]
     assert all("requires grad" in r.message for r in skipped)
     assert find(report, check="forward", status="pass")
+
+
+def test_an_ops_registered_backward_of_the_wrong_shape_is_said_in_our_words(run_spec, only):
+    # torch raises "... returned an invalid gradient at index 0 - got [] but expected shape
+    # compatible with [4]"; its index counts tensor arguments only (x is argument 1).
+    import inspect
+
+    from tests.functions import custom_ops
+
+    report = run_spec(
+        """
+        target: "tests.functions.custom_ops:gradverify_tests::wrong_shape_grad"
+        checks: [backward]
+        cases: [{name: c, inputs: [2.0, {shape: [4]}]}]
+        """
+    )
+    result = only(report, check="backward")
+    assert result.status.value == "fail"
+    assert result.message == (
+        "the registered backward returns a gradient of shape [] for argument 1 (x), expected [4]"
+    )
+    assert (result.input_index, result.input_name) == (1, "x")
+    assert result.source_file is not None and result.source_file.endswith("custom_ops.py")
+    _, line = inspect.getsourcelines(custom_ops._wrong_shape_backward)
+    assert result.source_line == line
+    assert "expected shape compatible with [4]" in result.details[-1]  # torch's words kept

@@ -86,3 +86,25 @@ def test_the_run_continues_after_a_crash(crash_report, find):
     square = find(crash_report, target="tests.functions.correct:Square")
     assert len(square) == 5
     assert all(r.status.value == "pass" for r in square)
+
+
+def test_an_op_that_returns_nothing_passes_every_default_check(run_spec, find, only):
+    # `-> None` with mutates_args=("out",): legitimate. forward passes saying so, the gradient
+    # checks do not apply, and nothing in the whole default run fails or warns.
+    report = run_spec(
+        """
+        target: "tests.functions.custom_ops:gradverify_tests::add_into"
+        cases: [{name: c, inputs: [{shape: [4]}, {shape: [4], requires_grad: false}]}]
+        """
+    )
+    forward = only(report, check="forward")
+    assert forward.status.value == "pass"
+    assert "the op returns nothing" in forward.message
+    assert "no gradient to check" in forward.message
+    assert not find(report, status="fail")
+    assert not find(report, status="warn")
+    for check in ("backward", "layouts"):
+        result = only(report, check=check)
+        assert not result.applies, result
+        assert "no output is differentiable" in result.message
+    assert only(report, check="opcheck").status.value == "pass"

@@ -214,3 +214,41 @@ undeclared_mutation.register_autograd(_no_fake_backward, setup_context=_save_x)
 _LIBRARY = torch.library.Library("gradverify_tests", "FRAGMENT")
 _LIBRARY.define("cpu_only_sin(Tensor x) -> Tensor")
 _LIBRARY.impl("cpu_only_sin", lambda x: x.sin(), "CPU")
+
+
+# --- from the issue-10 sweep ----------------------------------------------------------------
+
+
+@torch.library.custom_op("gradverify_tests::add_into", mutates_args=("out",))
+def add_into(x: torch.Tensor, out: torch.Tensor) -> None:
+    """out += x, returning nothing: legitimate (it does only what mutates_args declares)."""
+    out.add_(x)
+
+
+@add_into.register_fake
+def _(x: torch.Tensor, out: torch.Tensor) -> None:
+    return None
+
+
+@torch.library.custom_op("gradverify_tests::wrong_shape_grad", mutates_args=())
+def wrong_shape_grad(alpha: float, x: torch.Tensor) -> torch.Tensor:
+    """alpha * sin(x), whose registered backward sums its gradient to a scalar (seeded bug)."""
+    return alpha * x.sin()
+
+
+@wrong_shape_grad.register_fake
+def _(alpha: float, x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _wrong_shape_setup(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+    ctx.alpha = inputs[0]
+    ctx.save_for_backward(inputs[1])
+
+
+def _wrong_shape_backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+    (x,) = ctx.saved_tensors
+    return None, (grad * ctx.alpha * x.cos()).sum()
+
+
+wrong_shape_grad.register_autograd(_wrong_shape_backward, setup_context=_wrong_shape_setup)
