@@ -187,7 +187,7 @@ def _describe(spec: str, obj: Any) -> Target:
             spec, f"{type(obj).__name__} object is not callable; point at a Function or a function"
         )
     parameters, defaults, variadic = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
-    source_file, backward_line = _source_of(inspect.unwrap(obj.backward) if is_function else obj)
+    source_file, backward_line = source_of(inspect.unwrap(obj.backward) if is_function else obj)
     once = is_function and _is_once_differentiable(obj.backward)
     dirty = dirty_arguments(obj, new_style=not _takes_ctx(obj)) if is_function else DirtyArguments()
     if dirty:
@@ -251,7 +251,8 @@ def _signature(
     return tuple(p.name for p in positional), defaults, variadic
 
 
-def _source_of(obj: Any) -> tuple[str | None, int | None]:
+def source_of(obj: Any) -> tuple[str | None, int | None]:
+    """The file and first line where `obj` (a function or class) is defined, if known."""
     try:
         file = inspect.getsourcefile(obj)
         _, line = inspect.getsourcelines(obj)
@@ -333,7 +334,7 @@ def describe_op(spec: str, obj: Any) -> Target:
     source = None
     if definition is not None:
         source = definition._backward_fn or definition._init_fn
-    source_file, backward_line = _source_of(inspect.unwrap(source)) if source else (None, None)
+    source_file, backward_line = source_of(inspect.unwrap(source)) if source else (None, None)
     # The arguments the schema marks written (`Tensor(a!)`, from mutates_args).
     mutated = DirtyArguments(
         tuple(

@@ -17,6 +17,7 @@ from gradverify.inputs import fresh_copies
 from gradverify.memory import is_allocation_failure
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
+from gradverify.target import source_of
 
 
 @dataclass(frozen=True)
@@ -102,12 +103,7 @@ class CompileCheck:
 def _definition(obj: Any, method: str | None) -> tuple[str | None, int | None]:
     """Where `obj` (or its `method`, when it has one) is defined, as reports show paths."""
     found = getattr(obj, method, None) if method is not None else None
-    try:
-        source = inspect.unwrap(found if found is not None else obj)
-        file = inspect.getsourcefile(source)
-        _, line = inspect.getsourcelines(source)
-    except (TypeError, OSError):
-        return None, None
+    file, line = source_of(inspect.unwrap(found if found is not None else obj))
     return (user_path(file), line) if file is not None else (None, None)
 
 

@@ -11,7 +11,6 @@ of a second.
 
 from __future__ import annotations
 
-import inspect
 import re
 import traceback
 from dataclasses import replace
@@ -31,7 +30,7 @@ from gradverify.checks.base import (
 from gradverify.checks.dynamo import quiet
 from gradverify.inputs import fresh_copies
 from gradverify.results import Result, Status
-from gradverify.target import Target
+from gradverify.target import Target, source_of
 
 # torch.library.opcheck's default tests, in the order it runs them, and what each verifies.
 TESTS = {
@@ -222,14 +221,7 @@ def _where(context: CaseContext, test: str, error: Any) -> tuple[str | None, int
         "test_aot_dispatch_dynamic": getattr(definition, "_abstract_fn", None),
         "test_autograd_registration": getattr(definition, "_backward_fn", None),
     }.get(test) or getattr(definition, "_init_fn", None)
-    if registered is None:
-        return None, None
-    try:
-        file = inspect.getsourcefile(registered)
-        _, line = inspect.getsourcelines(registered)
-    except (TypeError, OSError):
-        return None, None
-    return file, line
+    return source_of(registered) if registered is not None else (None, None)
 
 
 def _user_line(error: Any) -> tuple[str, int] | None:
