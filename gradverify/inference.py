@@ -60,12 +60,14 @@ class Choice:
     shape: tuple[int, ...] = ()
     value: Any = None
     reason: str = ""
+    requires_grad: bool = True  # False for a tensor an op writes in place (mutates_args)
 
     @property
     def item(self) -> Any:
         """The spec's input for it."""
         if self.kind == TENSOR:
-            return {"shape": list(self.shape), "low": -1.0, "high": 1.0}
+            item = {"shape": list(self.shape), "low": -1.0, "high": 1.0}
+            return item if self.requires_grad else {**item, "requires_grad": False}
         if isinstance(self.value, dict):
             return {"value": self.value}  # a bare mapping would read as a tensor
         return list(self.value) if isinstance(self.value, tuple) else self.value
@@ -153,10 +155,12 @@ class _Plan:
     value: Any = None
     reason: str = ""
     flexible: bool = True  # the other kind may be tried too
+    requires_grad: bool = True
 
     def choice(self, layout: tuple[int, ...] | str) -> Choice:
         if self.kind == TENSOR:
-            return Choice(self.name, TENSOR, self._shape(layout), reason=self.reason)
+            shape = self._shape(layout)
+            return Choice(self.name, TENSOR, shape, None, self.reason, self.requires_grad)
         return Choice(self.name, self.kind, value=self.value, reason=self.reason)
 
     def _shape(self, layout: tuple[int, ...] | str) -> tuple[int, ...]:
@@ -183,7 +187,10 @@ def _plans(target: Target) -> list[_Plan]:
             plans.append(_Plan(index, name, LITERAL, default, reason, flexible=False))
         elif "Tensor" in annotation:
             reason = "Tensor in the op's schema" if target.schema_types else "annotated Tensor"
-            plans.append(_Plan(index, name, TENSOR, reason=reason, flexible=False))
+            written = _written(target, index)
+            if written:  # torch allows no autograd formula for an op that mutates
+                reason = "written in place by the op (mutates_args): requires_grad false"
+            plans.append(_Plan(index, name, TENSOR, None, reason, False, not written))
         elif annotation in SCALAR_TYPES:
             value = SCALAR_NAMES.get(name, SCALAR_TYPES[annotation])
             reason = f"{annotation}, no default: choose a value"
@@ -197,6 +204,14 @@ def _plans(target: Target) -> list[_Plan]:
         else:
             plans.append(_Plan(index, name, TENSOR, flexible=index > 0))
     return plans
+
+
+def _written(target: Target, index: int) -> bool:
+    """An op's argument its schema marks written (`Tensor(a!)`, from mutates_args)."""
+    if target.op is None or index >= len(target.op._schema.arguments):
+        return False
+    alias = target.op._schema.arguments[index].alias_info
+    return alias is not None and alias.is_write
 
 
 def annotations_of(target: Target) -> dict[str, str]:

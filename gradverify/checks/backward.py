@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
-from gradverify.checks.forward import RETURNS_NOTHING, op_returns_nothing
+from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.graph import backward_return
 from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.checks.stochastic import run_to_run_spread
@@ -36,8 +36,9 @@ class BackwardCheck:
             outputs = call_forward(context.target.call, arguments)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
-        if op_returns_nothing(context):
-            return [context.result(self.id, Status.SKIP, _NOTHING_RETURNED, applies=False)]
+        nothing = no_gradient_to_check(context, self.id)
+        if nothing is not None:
+            return [nothing]
         if not differentiable_outputs(outputs):
             return [context.result(self.id, Status.SKIP, "no output is differentiable")]
         grad_outputs = _grad_outputs(outputs, context.generator(salt=1))
@@ -73,8 +74,6 @@ class BackwardCheck:
             return [crash]
         return [context.result(self.id, Status.PASS, _summary(first, arguments, spread))]
 
-
-_NOTHING_RETURNED = "no output is differentiable: " + RETURNS_NOTHING
 
 # What torch's autograd engine (validate_outputs) raises for an op's registered backward that
 # returns a gradient not fit for its argument: "Function GeneratedBackwardFor_ns_op_default-

@@ -16,6 +16,7 @@ from gradverify.checks.base import CaseContext, UserCodeError, crash_result
 from gradverify.checks.compare import Comparison, compare
 from gradverify.checks.complex_parts import NO_PARTS, Parts, complex_hint, realify
 from gradverify.checks.diagnosis import diagnose
+from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.jacobian import (
     OutputLayout,
     analytical_jacobians,
@@ -81,6 +82,9 @@ class FiniteDifferenceCheck:
     )
 
     def run(self, context: CaseContext) -> list[Result]:
+        nothing = no_gradient_to_check(context, self.id)  # an op that returns nothing
+        if nothing is not None:
+            return [nothing]
         wrt = differentiable_indices(context.arguments)
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]

@@ -137,6 +137,14 @@ def op_returns_nothing(context: CaseContext) -> bool:
     return op is not None and not op._schema.returns
 
 
+def no_gradient_to_check(context: CaseContext, check: str) -> Result | None:
+    """A gradient check's result for an op that returns nothing (it does not apply), else None."""
+    if not op_returns_nothing(context):
+        return None
+    message = f"no output is differentiable: {RETURNS_NOTHING}"
+    return context.result(check, Status.SKIP, message, applies=False)
+
+
 def _dirty_notes(context: CaseContext) -> tuple[str, ...]:
     """Arguments forward writes into with ctx.mark_dirty (an op: declares in mutates_args):
     every check passes them as clones."""

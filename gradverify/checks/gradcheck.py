@@ -26,6 +26,7 @@ from gradverify.checks.finite_difference import (
     mismatch_failure,
     promotion_notes,
 )
+from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.kinks import hold_fixed, kink_masks
 from gradverify.checks.modes import (
     first_order_problem,
@@ -57,6 +58,9 @@ class GradcheckCheck:
     description: ClassVar[str] = "torch.autograd.gradcheck passes (float64, the spec's tolerances)"
 
     def run(self, context: CaseContext) -> list[Result]:
+        nothing = no_gradient_to_check(context, self.id)  # an op that returns nothing
+        if nothing is not None:
+            return [nothing]
         wrt = differentiable_indices(context.arguments)
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]

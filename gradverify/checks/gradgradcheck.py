@@ -27,6 +27,7 @@ from gradverify.checks.finite_difference import (
     noise_hint,
     promotion_notes,
 )
+from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.gradcheck import MODE_SKIPS
 from gradverify.checks.jacobian import (
     OutputLayout,
@@ -78,6 +79,9 @@ class GradgradcheckCheck:
     )
 
     def run(self, context: CaseContext) -> list[Result]:
+        nothing = no_gradient_to_check(context, self.id)  # an op that returns nothing
+        if nothing is not None:
+            return [nothing]
         wrt = differentiable_indices(context.arguments)
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import torch
 
-from gradverify.checks.backward import _NOTHING_RETURNED, _grad_outputs, _run_backward
+from gradverify.checks.backward import _grad_outputs, _run_backward
 from gradverify.checks.base import (
     CaseContext,
     UserCodeError,
@@ -21,7 +21,7 @@ from gradverify.checks.base import (
     crash_result,
     user_code,
 )
-from gradverify.checks.forward import op_returns_nothing
+from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.graph import function_node
 from gradverify.checks.jacobian import unravel
 from gradverify.inputs import differentiable_indices, fresh_copies
@@ -74,8 +74,9 @@ class LayoutsCheck:
     )
 
     def run(self, context: CaseContext) -> list[Result]:
-        if op_returns_nothing(context):
-            return [context.result(self.id, Status.SKIP, _NOTHING_RETURNED, applies=False)]
+        nothing = no_gradient_to_check(context, self.id)
+        if nothing is not None:
+            return [nothing]
         variants = plan_variants(context)
         if not variants:
             return [context.result(self.id, Status.SKIP, _nothing_to_try(context))]

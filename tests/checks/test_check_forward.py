@@ -103,8 +103,21 @@ def test_an_op_that_returns_nothing_passes_every_default_check(run_spec, find, o
     assert "no gradient to check" in forward.message
     assert not find(report, status="fail")
     assert not find(report, status="warn")
-    for check in ("backward", "layouts"):
+    for check in ("backward", "layouts", "finite_difference", "gradcheck", "gradgradcheck"):
         result = only(report, check=check)
         assert not result.applies, result
         assert "no output is differentiable" in result.message
     assert only(report, check="opcheck").status.value == "pass"
+
+
+def test_zero_config_leaves_an_ops_written_argument_without_gradient():
+    # torch allows no autograd formula for an op that mutates: the argument it writes
+    # (mutates_args) gets requires_grad false; the others are inferred as before.
+    from gradverify.inference import infer
+    from gradverify.target import load_target
+
+    inference = infer(load_target("tests.functions.custom_ops:gradverify_tests::add_into"))
+    x, out = inference.inputs()
+    assert "requires_grad" not in x
+    assert out["requires_grad"] is False
+    assert "mutates_args" in inference.choices[1].reason
