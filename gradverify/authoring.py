@@ -15,7 +15,8 @@ from typing import Any
 
 from gradverify.checks.docs import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
 from gradverify.errors import UsageError
-from gradverify.inference import Inference, file_name, infer, spec_text
+from gradverify.inference import Inference, infer
+from gradverify.inferred_spec import file_name, spec_text
 from gradverify.results import Report, Status
 from gradverify.spec.models import CHECK_IDS, DTYPE_NAMES, MultiSpec
 from gradverify.spec.suggest import did_you_mean

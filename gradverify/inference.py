@@ -1,5 +1,6 @@
 """Inputs inferred from forward's signature and from trying them: the one inference behind
-zero-config `check`, its suggested spec, and `init`.
+zero-config `check`, its suggested spec, and `init` (gradverify.inferred_spec writes the
+spec's text).
 
 Each parameter gets a kind from what costs nothing first (a default, an annotation, a
 conventional name), then from probes: one forward and one backward on tiny float64 inputs.
@@ -18,10 +19,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
-
-import yaml
-
-from gradverify.spec.targets import parse_target
 
 if TYPE_CHECKING:
     from gradverify.spec.models import FunctionSpec
@@ -82,6 +79,13 @@ class Choice:
         return f"{self.name}{what}" + (f" ({self.reason})" if self.reason else "")
 
 
+def kind_of(value: Any) -> str:
+    """What an inferred literal is, in a word: a number, a bool (True) or a list ([-1])."""
+    if isinstance(value, tuple):
+        return "list"
+    return "bool" if isinstance(value, bool) else "number"
+
+
 @dataclass(frozen=True)
 class Inference:
     """The inputs chosen for a target, and whether forward and backward ran on them."""
@@ -104,27 +108,6 @@ class Inference:
 
     def summary(self) -> str:
         return ", ".join(choice.describe() for choice in self.choices) or "no arguments"
-
-
-def file_name(target_spec: str) -> str:
-    """The spec file named after the target: ClippedReLU -> clipped_relu.yaml.
-
-    A word starts at a capital followed by a lower-case letter (Clipped, Log, Sum), after an
-    acronym too (ReLUFunction -> relu_function); a run of three capitals or more is a word
-    of its own (FusedBiasGELU -> fused_bias_gelu), so that mixed-case names such as ReLU
-    and SiLU stay whole (MyReLU -> my_relu).
-    """
-    form = parse_target(target_spec)
-    if form is not None and form.op is not None:  # mylib::mysin.default -> mysin
-        attr = form.op.split("::")[-1].split(".")[0]
-    else:
-        attr = target_spec.rsplit(":", 1)[-1].split(".")[-1]
-    words = re.sub(
-        r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})|(?<=[a-z0-9])(?=[A-Z]{3,}(?![a-z]))",
-        "_",
-        attr,
-    )
-    return words.lower() + ".yaml"
 
 
 def infer(target: Target) -> Inference:
@@ -395,48 +378,3 @@ def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any])
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-
-
-# --- the spec text ----------------------------------------------------------------------
-
-
-def spec_text(inference: Inference, case: str = "basic", header: Sequence[str] = ()) -> str:
-    """The inferred spec as YAML, one commented line per input saying what was chosen."""
-    lines = [*header, f"target: {inference.target}", "cases:", f"  - name: {case}"]
-    lines.append("    inputs:" if inference.choices else "    inputs: []")
-    items = [flow(choice.item) for choice in inference.choices]
-    width = max((len(item) for item in items), default=0)
-    for item, choice in zip(items, inference.choices, strict=True):
-        lines.append(f"      - {item.ljust(width)}   # {comment(choice)}")
-    if inference.variadic is not None:
-        lines.append(f"      # *{inference.variadic}: add its inputs here")
-    return "\n".join(lines) + "\n"
-
-
-def kind_of(value: Any) -> str:
-    """What an inferred literal is, in a word: a number, a bool (True) or a list ([-1])."""
-    if isinstance(value, tuple):
-        return "list"
-    return "bool" if isinstance(value, bool) else "number"
-
-
-def comment(choice: Choice) -> str:
-    """The YAML comment beside an input: what it is and why it was chosen."""
-    if choice.kind == TENSOR:
-        what = "a tensor"
-    elif choice.kind == NUMBER:
-        what = f"a {kind_of(choice.value)}"
-    else:
-        return f"{choice.name}: {choice.reason}"
-    return f"{choice.name}: {what}" + (f" ({choice.reason})" if choice.reason else "")
-
-
-def flow(value: Any) -> str:
-    """`value` as one line of YAML that loads back to it."""
-    if isinstance(value, tuple):
-        value = list(value)
-    try:
-        text = yaml.safe_dump(value, default_flow_style=True, width=2**31, sort_keys=False)
-    except yaml.YAMLError:
-        return f"null  # TODO: {value!r} has no YAML form"
-    return text.removesuffix("...\n").strip()

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gradverify.errors import GradverifyError
-from gradverify.inference import Inference, file_name, infer, spec_text
+from gradverify.inference import Inference, infer
+from gradverify.inferred_spec import file_name, spec_text
 from gradverify.spec.load import SpecEntry
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@ from gradverify import inference, session, zeroconfig
 from gradverify.cache import target_source_files
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
-from gradverify.inference import NUMBER, TENSOR, file_name, infer
+from gradverify.inference import NUMBER, TENSOR, infer
+from gradverify.inferred_spec import file_name
 from gradverify.results import Report, Status
 from gradverify.session import RunOptions
 from gradverify.spec import LiteralInput, TensorInput, parse_spec
