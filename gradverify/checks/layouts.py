@@ -2,7 +2,8 @@
 
 Each case is run as declared (the baseline) and again in variant layouts: one tensor argument
 at a time with other strides (non-contiguous), and one argument at a time with requires_grad
-off. Outputs and the gradients that are still asked for must match the baseline.
+off. Outputs and the gradients that are still asked for must match the baseline. Where
+requires_grad is off, backward computing that gradient anyway is wasted work (wasted_work).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import torch
 
-from gradverify.checks.backward import _grad_outputs, _run_backward
+from gradverify.checks.backward import _grad_outputs
 from gradverify.checks.base import (
     CaseContext,
     UserCodeError,
@@ -22,8 +23,8 @@ from gradverify.checks.base import (
     user_code,
 )
 from gradverify.checks.forward import no_gradient_to_check
-from gradverify.checks.graph import function_node
 from gradverify.checks.jacobian import unravel
+from gradverify.checks.wasted_work import computes_unneeded_gradient, wasted_work_warning
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
 
@@ -34,7 +35,6 @@ REQUIRES_GRAD_OFF: Final = "requires_grad_off"
 GRAD_OUTPUT_SALT = 3  # seeds the grad_outputs, the same in the baseline and every variant
 PROBE_SEED_OFFSET = 1  # a second baseline under another seed tells random Functions apart
 ULPS = 8  # a change of layout may reorder a sum: allow a few units of the dtype's precision
-WASTED_WORK_HINT = "check ctx.needs_input_grad before computing each gradient"
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class LayoutsCheck:
             elif outcome is not None:
                 wasted.append(outcome)
         # One warning per case, however many arguments: the fix is one habit in backward.
-        warnings = [_wasted_work(context, wasted)] if wasted else []
+        warnings = [wasted_work_warning(context, self.id, wasted)] if wasted else []
         if failures:
             return [*failures, *warnings]
         return [
@@ -133,71 +133,11 @@ class LayoutsCheck:
                 hint=_difference_hint(variant),
                 **fields,
             )
-        if variant.kind == REQUIRES_GRAD_OFF:
-            return self._wasted_gradient(context, variant, run)
+        if variant.kind == REQUIRES_GRAD_OFF and computes_unneeded_gradient(
+            context, variant.input_index, run.outputs, run.arguments, run.grad_outputs
+        ):
+            return variant.input_index
         return None
-
-    def _wasted_gradient(self, context: CaseContext, variant: Variant, run: Run) -> int | None:
-        """The argument's index when backward returns a gradient that ctx.needs_input_grad
-        says is not needed, else None."""
-        node = function_node(context.target, run.outputs)
-        if node is None or len(run.outputs) != len(run.grad_outputs):
-            return None
-        index = variant.input_index
-        try:
-            raw = _run_backward(context, run.outputs, run.arguments, run.grad_outputs)
-        except UserCodeError:
-            return None  # autograd's call of the same backward succeeded; `backward` judges this
-        needed = node.needs_input_grad
-        if index >= len(raw) or raw[index] is None or index >= len(needed) or needed[index]:
-            return None
-        others = [g for i, g in enumerate(raw) if i != index] + list(run.grad_outputs)
-        if _shares_storage(raw[index], others):
-            return None  # grad_output or another gradient handed on again: nothing computed
-        return index
-
-
-def _shares_storage(gradient: Any, others: Sequence[Any]) -> bool:
-    """`gradient` is one of `others` or a view of one's memory (`return g, g`)."""
-    if not isinstance(gradient, torch.Tensor):
-        return False
-    try:
-        memory = gradient.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # a tensor without storage (sparse, ...)
-        return any(gradient is other for other in others)
-    for other in others:
-        if not isinstance(other, torch.Tensor):
-            continue
-        if gradient is other:
-            return True
-        try:
-            if memory and other.untyped_storage().data_ptr() == memory:
-                return True
-        except (RuntimeError, NotImplementedError):
-            continue
-    return False
-
-
-def _wasted_work(context: CaseContext, indices: Sequence[int]) -> Result:
-    """One warning naming every argument whose gradient backward computes in vain."""
-    if len(indices) == 1:
-        (index,) = indices
-        return context.result(
-            LayoutsCheck.id,
-            Status.WARN,
-            f"backward computes a gradient for {context.describe_argument(index)} although "
-            f"ctx.needs_input_grad[{index}] is False (wasted work)",
-            input_index=index,
-            hint=WASTED_WORK_HINT,
-        )
-    names = [context.describe_argument(index) for index in indices]
-    return context.result(
-        LayoutsCheck.id,
-        Status.WARN,
-        f"backward computes gradients for {', '.join(names[:-1])} and {names[-1]} even when "
-        "their ctx.needs_input_grad entry is False (wasted work)",
-        hint=WASTED_WORK_HINT,
-    )
 
 
 def plan_variants(context: CaseContext) -> list[Variant]:
