@@ -29,7 +29,8 @@ import torch
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result
 from gradverify.checks.complex_parts import realify
 from gradverify.checks.finite_difference import promotion_notes
-from gradverify.checks.func_judge import Judge, joined, verdicts
+from gradverify.checks.func_findings import joined
+from gradverify.checks.func_judge import Judge, verdicts
 from gradverify.checks.func_parts import GRAD, JACFWD, JACREV, VJP, crash_hint, transforms_for
 from gradverify.checks.jacobian import forward_selection
 from gradverify.checks.jvp import defines_jvp

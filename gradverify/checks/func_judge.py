@@ -3,12 +3,13 @@
 Where a transform disagrees with finite differences, autograd's own backward settles the
 cause: a transform that gives backward's values inherits backward's error (or a kink, or
 rounding noise), which `finite_difference` judges and reports, so `func` says it once and
-points there; a transform that departs from backward is a bug of its own.
+points there; a transform that departs from backward is a bug of its own. How each verdict
+is worded is func_findings'.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -17,44 +18,15 @@ from gradverify.checks.base import CaseContext, user_code
 from gradverify.checks.compare import Comparison, compare
 from gradverify.checks.complex_parts import NO_PARTS, Parts
 from gradverify.checks.finite_difference import Blocks, assess
-from gradverify.checks.func_parts import GRAD, JACFWD, JACREV, VJP, Transforms, flat_weights
-from gradverify.checks.jacobian import (
-    Selection,
-    analytical_jacobians,
-    element_words,
-    numerical_jacobian,
+from gradverify.checks.func_findings import (
+    Finding,
+    inherited_failure,
+    nonlinear_failure,
+    own_failure,
 )
-from gradverify.results import Result, Status
-
-PROJECTED = (GRAD, VJP)
-
-_CAUSES = {
-    GRAD: "torch.func.grad differentiates one argument at a time, so ctx.needs_input_grad "
-    "is False for the others: likely backward reads the wrong needs_input_grad entry; "
-    "otherwise setup_context saves something differently from forward (it runs again, on "
-    "torch.func's wrapped tensors)",
-    VJP: "often setup_context saves something differently from forward (it runs again, on "
-    "torch.func's wrapped tensors)",
-    JACREV: "jacrev runs backward under torch.vmap (a batch of one-hot grad_outputs): likely "
-    "backward is not batch-safe, or something it calls has a wrong vmap rule",
-    JACFWD: "jacfwd runs jvp under torch.vmap through the Function's vmap rule: likely the "
-    "vmap rule is wrong, or jvp is not batch-safe",
-}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One transform's worst disagreement with finite differences for one argument."""
-
-    transform: str
-    element: tuple[int, ...] | None  # None: a projection along a random direction
-    output: tuple[int, tuple[int, ...]] | None  # the output element, when it matters
-    value: float  # what the transform gives
-    numerical: float
-    mismatched: int = 1
-    total: int = 1
-    backward: float | None = None  # autograd's value there, when the transform departs from it
-    part: str = ""  # for complex values: which part of which (complex_parts.Parts.entry_words)
+from gradverify.checks.func_parts import GRAD, PROJECTED, Transforms, flat_weights
+from gradverify.checks.jacobian import Selection, analytical_jacobians, numerical_jacobian
+from gradverify.results import Result
 
 
 class Judge:
@@ -160,29 +132,6 @@ class Judge:
             tol.atol, tol.rtol,
         ).ok  # fmt: skip
 
-    def nonlinear_failure(self, index: int, finding: Finding) -> Result:
-        """backward ignores (or does not scale with) grad_output for argument `index`."""
-        context = self.context
-        gradcheck_failed = any(r.check == "gradcheck" and r.failed for r in context.earlier)
-        message = (
-            f"backward's gradient of {context.describe_argument(index)} does not scale with "
-            f"grad_output: {finding.transform}, which weights the outputs at random, gives "
-            f"{finding.value:.6g} {self.where(finding)}, finite differences "
-            f"{finding.numerical:.6g}"
-        )
-        return context.result(
-            self.check, Status.FAIL, message,
-            input_index=index, element=finding.element,
-            analytical=finding.value, numerical=finding.numerical,
-            max_abs_error=abs(finding.value - finding.numerical),
-            value_labels=(finding.transform, "finite differences"),
-            hint="backward must be linear in grad_output: multiply each gradient by "
-            "grad_output (twice the grad_output gives a gradient that is not twice as large); "
-            "finite_difference, with one-hot grad_outputs of 1, cannot see it",
-            notes=self._weighting_note(finding.transform),
-            same_as="gradcheck" if gradcheck_failed else None,
-        )  # fmt: skip
-
     def _blocks(self, index: int, got: torch.Tensor) -> Blocks:
         selection = self.selection
         return Blocks(
@@ -242,58 +191,6 @@ class Judge:
         """The transform departs from backward and from finite differences: its own bug."""
         self.own.setdefault(index, []).append(replace(finding, backward=backward))
 
-    def own_failure(self, index: int, findings: list[Finding]) -> Result:
-        """One failure for every transform that gets argument `index` wrong on its own,
-        shown at the most precise finding (an entry of a full Jacobian, if any)."""
-        context = self.context
-        precise = [f for f in findings if f.transform not in PROJECTED] or findings
-        shown = precise[0]
-        backward = shown.backward if shown.backward is not None else float("nan")
-        names = [f.transform for f in findings]
-        verb = "gives" if len(names) == 1 else "give"
-        message = (
-            f"{joined(names)} {verb} a wrong gradient of {context.describe_argument(index)} "
-            f"{self.where(shown)}: {shown.transform.removeprefix('torch.func.')} "
-            f"{shown.value:.6g}, finite differences {shown.numerical:.6g}, backward {backward:.6g}"
-        )
-        if shown.element is not None:
-            message += f" ({shown.mismatched} of {shown.total} entries off)"
-        jvp_failed = any(r.check == "jvp" and r.failed for r in context.earlier)
-        only_jacfwd = names == [JACFWD]
-        return context.result(
-            self.check, Status.FAIL, message,
-            input_index=index, element=shown.element,
-            output_index=shown.output[0] if shown.output else None,
-            analytical=shown.value, numerical=shown.numerical,
-            max_abs_error=abs(shown.value - shown.numerical),
-            mismatched=shown.mismatched if shown.element is not None else None,
-            total=shown.total if shown.element is not None else None,
-            value_labels=(shown.transform, "finite differences"),
-            hint=_own_hint(names, shown, context.tolerance.atol, context.tolerance.rtol),
-            notes=self._weighting_note(shown.transform),
-            same_as="jvp" if only_jacfwd and jvp_failed else None,
-        )  # fmt: skip
-
-    def where(self, finding: Finding) -> str:
-        """Where a finding lies: the element (and output element), or the projection."""
-        if finding.element is None:
-            weighting = "wᵀJu" if finding.transform == GRAD else "vᵀJu"
-            return f"along a random direction u (the projection {weighting})"
-        where = f"at {element_words(finding.element)}"
-        if finding.output is not None:
-            output_index, output_element = finding.output
-            where += f", output {output_index} element {list(output_element)}"
-        return f"{where}, {finding.part}" if finding.part else where
-
-    def _weighting_note(self, transform: str) -> tuple[str, ...]:
-        if transform == GRAD:
-            return (
-                "torch.func.grad differentiates a seeded random weighting Σ w·y of the outputs",
-            )
-        if transform == VJP:
-            return ("torch.func.vjp pulls back a seeded random cotangent v",)
-        return ()
-
     # --- randomized mode ----------------------------------------------------------------
 
     def _projected(self, transform: str, index: int, got: torch.Tensor) -> None:
@@ -347,70 +244,9 @@ def verdicts(context: CaseContext, check: str, judge: Judge) -> list[Result]:
     results = []
     for index in judge.transforms.wrt:
         if index in judge.own:
-            results.append(judge.own_failure(index, judge.own[index]))
-            continue
-        if index in judge.nonlinear:
-            results.append(judge.nonlinear_failure(index, judge.nonlinear[index]))
-            continue
-        findings = judge.inherited.get(index)
-        if not findings:
-            continue
-        first = findings[0]
-        names = list(dict.fromkeys(f.transform.removeprefix("torch.func.") for f in findings))
-        fd_failed = any(
-            r.check == "finite_difference" and r.input_index == index and r.failed
-            for r in context.earlier
-        )
-        message = (
-            f"torch.func {', '.join(names)} give backward's gradient of "
-            f"{context.describe_argument(index)}, which disagrees with finite differences "
-            f"{judge.where(first)}: torch.func {first.value:.6g}, finite differences "
-            f"{first.numerical:.6g}"
-        )
-        results.append(
-            context.result(
-                check,
-                Status.FAIL,
-                message,
-                input_index=index,
-                element=first.element,
-                analytical=first.value,
-                numerical=first.numerical,
-                value_labels=(first.transform, "finite differences"),
-                hint="the transforms agree with autograd's backward, so what finite_difference "
-                "finds (a wrong backward, or precision forward loses) is their problem too: "
-                "fix it there, and torch.func follows",
-                same_as="finite_difference" if fd_failed else None,
-            )
-        )
+            results.append(own_failure(context, check, index, judge.own[index]))
+        elif index in judge.nonlinear:
+            results.append(nonlinear_failure(context, check, index, judge.nonlinear[index]))
+        elif judge.inherited.get(index):
+            results.append(inherited_failure(context, check, index, judge.inherited[index]))
     return results
-
-
-def joined(names: list[str]) -> str:
-    """`torch.func.grad`, or `torch.func.grad, vjp and jacrev`."""
-    if len(names) == 1:
-        return names[0]
-    short = [name.removeprefix("torch.func.") for name in names]
-    return f"torch.func.{', '.join(short[:-1])} and {short[-1]}"
-
-
-def _own_hint(names: list[str], shown: Finding, atol: float, rtol: float) -> str:
-    """The likely cause, from which transforms depart from backward."""
-    backward = shown.backward if shown.backward is not None else float("nan")
-    if abs(backward - shown.numerical) <= atol + rtol * abs(shown.numerical):
-        lead = (
-            "torch.func gives a different gradient than autograd's backward (which agrees "
-            "with finite differences here)"
-        )
-    else:
-        lead = (
-            "torch.func gives a different gradient than autograd's backward, and neither "
-            "agrees with finite differences"
-        )
-    if len(names) == 1:
-        return f"{lead}: {_CAUSES[names[0]]}"
-    return (
-        f"{lead}: setup_context runs again under torch.func, on its wrapped tensors, so "
-        "anything it does differently from forward, or twice (an in-place change of what "
-        "it saves), shows here"
-    )

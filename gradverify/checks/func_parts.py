@@ -23,6 +23,7 @@ GRAD = "torch.func.grad"
 VJP = "torch.func.vjp"
 JACREV = "torch.func.jacrev"
 JACFWD = "torch.func.jacfwd"
+PROJECTED = (GRAD, VJP)  # one row each: a weighting of the outputs, not a full Jacobian
 
 Blocks = dict[int, torch.Tensor]  # argument index -> [rows, elements of the argument]
 
