@@ -58,21 +58,11 @@ class GradcheckCheck:
     description: ClassVar[str] = "torch.autograd.gradcheck passes (float64, the spec's tolerances)"
 
     def run(self, context: CaseContext) -> list[Result]:
-        nothing = no_gradient_to_check(context, self.id)  # an op that returns nothing
-        if nothing is not None:
-            return [nothing]
+        skip = nothing_to_check(context, self.id)
+        if skip is not None:
+            return [skip]
         wrt = differentiable_indices(context.arguments)
-        if not wrt:
-            return [context.result(self.id, Status.SKIP, "no argument requires grad")]
-        if context.spec.gradient in MODE_SKIPS:
-            skip = MODE_SKIPS[context.spec.gradient]  # declared by the spec's `gradient:`
-            return [context.result(self.id, Status.SKIP, skip, applies=False)]
-        arguments = fresh_copies(context.arguments, torch.float64)
-        notes = promotion_notes(context, context.arguments)
-        mode, reason = resolve_mode(context, arguments)
-        fast = mode == "randomized"
-        if fast:
-            notes = (*notes, reason)
+        arguments, notes, fast = float64_case(context)
         try:
             failure = run_gradcheck(context, context.target.call, arguments, fast_mode=fast)
             if failure is None and fast:
@@ -203,3 +193,28 @@ def run_gradcheck(
 ) -> str | None:
     """torch's gradcheck on `call`: None if it passes, else its failure message."""
     return torch_complaint(context, "gradcheck", call, arguments, fast_mode=fast_mode)
+
+
+def nothing_to_check(context: CaseContext, check: str) -> Result | None:
+    """Why torch's gradcheck or gradgradcheck has nothing to check in this case, or None: an
+    op that returns nothing, no argument that requires grad, or a spec's `gradient:` saying
+    that backward is not meant to be the derivative."""
+    nothing = no_gradient_to_check(context, check)  # an op that returns nothing
+    if nothing is not None:
+        return nothing
+    if not differentiable_indices(context.arguments):
+        return context.result(check, Status.SKIP, "no argument requires grad")
+    if context.spec.gradient in MODE_SKIPS:
+        skip = MODE_SKIPS[context.spec.gradient]  # declared by the spec's `gradient:`
+        return context.result(check, Status.SKIP, skip, applies=False)
+    return None
+
+
+def float64_case(context: CaseContext) -> tuple[tuple[Any, ...], tuple[str, ...], bool]:
+    """The arguments in float64 as torch's checkers need them, the notes to show, and
+    whether randomized mode (torch's fast_mode) applies."""
+    arguments = fresh_copies(context.arguments, torch.float64)
+    notes = promotion_notes(context, context.arguments)
+    mode, reason = resolve_mode(context, arguments)
+    fast = mode == "randomized"
+    return arguments, (*notes, reason) if fast else notes, fast

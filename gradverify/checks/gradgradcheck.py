@@ -25,10 +25,8 @@ from gradverify.checks.finite_difference import (
     assess,
     kink_warning,
     noise_hint,
-    promotion_notes,
 )
-from gradverify.checks.forward import no_gradient_to_check
-from gradverify.checks.gradcheck import MODE_SKIPS
+from gradverify.checks.gradcheck import float64_case, nothing_to_check
 from gradverify.checks.jacobian import (
     OutputLayout,
     analytical_jacobians,
@@ -39,7 +37,6 @@ from gradverify.checks.kinks import hold_fixed, kink_masks
 from gradverify.checks.modes import (
     held_masks,
     randomized_kink_warning,
-    resolve_mode,
     search_notes,
     second_order_problem,
 )
@@ -52,7 +49,7 @@ from gradverify.checks.torch_gradcheck import (
     parse_mismatch,
     torch_complaint,
 )
-from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.inputs import differentiable_indices
 from gradverify.results import Result, Status
 
 FIRST_ORDER_CHECKS = ("finite_difference", "gradcheck")
@@ -79,23 +76,13 @@ class GradgradcheckCheck:
     )
 
     def run(self, context: CaseContext) -> list[Result]:
-        nothing = no_gradient_to_check(context, self.id)  # an op that returns nothing
-        if nothing is not None:
-            return [nothing]
-        wrt = differentiable_indices(context.arguments)
-        if not wrt:
-            return [context.result(self.id, Status.SKIP, "no argument requires grad")]
-        if context.spec.gradient in MODE_SKIPS:
-            skip = MODE_SKIPS[context.spec.gradient]  # declared by the spec's `gradient:`
-            return [context.result(self.id, Status.SKIP, skip, applies=False)]
+        skip = nothing_to_check(context, self.id)
+        if skip is not None:
+            return [skip]
         if context.target.once_differentiable:
             return [context.result(self.id, Status.SKIP, ONCE_DIFFERENTIABLE, applies=False)]
-        arguments = fresh_copies(context.arguments, torch.float64)
-        notes = promotion_notes(context, context.arguments)
-        mode, reason = resolve_mode(context, arguments)
-        fast = mode == "randomized"
-        if fast:
-            notes = (*notes, reason)
+        wrt = differentiable_indices(context.arguments)
+        arguments, notes, fast = float64_case(context)
         try:
             grad_outputs = self._grad_outputs(context, arguments)
             if not grad_outputs:
