@@ -16,9 +16,6 @@ from gradverify.checks.compare import Comparison
 from gradverify.checks.complex_parts import (
     NO_PARTS,
     Parts,
-    pairs_of,
-    realify,
-    second_order_parts,
 )
 from gradverify.checks.finite_difference import (
     Blocks,
@@ -44,9 +41,9 @@ from gradverify.checks.noise import rounding_hint
 from gradverify.checks.randomized import Examination, Localizer, Problem
 from gradverify.checks.torch_gradcheck import (
     explain_other_failure,
-    gradient_selection,
     held_fixed_verdict,
     parse_mismatch,
+    second_order,
     torch_complaint,
 )
 from gradverify.inputs import differentiable_indices
@@ -398,19 +395,14 @@ def second_order_blocks(
     argument each gradient belongs to); positions index `arguments + grad_outputs`. Complex
     values are (real, imaginary) pairs in them (`complex_parts.py`).
     """
-    real = realify(context, arguments, wrt)
-    second = second_order_parts(real.parts, len(arguments), grad_outputs)
-    arguments, grad_outputs = real.arguments, pairs_of(grad_outputs)
-    selection = gradient_selection(real.context.target.call, arguments, wrt, grad_outputs)
-    values = (*arguments, *grad_outputs)
-    # torch's input j counts the arguments that require grad, then the grad_outputs.
-    positions = [*wrt, *range(len(arguments), len(values))]
+    second = second_order(context, arguments, wrt, grad_outputs)
+    selection, values, positions = second.selection, second.values, list(second.positions)
     analytical = analytical_jacobians(list(selection.outputs), values, positions)
     numerical = {
         p: numerical_jacobian(selection.evaluate, values, p, context.tolerance.eps)
         for p in positions
     }
     blocks = Blocks(
-        values, selection.layout, analytical, numerical, selection.evaluate, parts=second
+        values, selection.layout, analytical, numerical, selection.evaluate, parts=second.parts
     )
     return blocks, positions

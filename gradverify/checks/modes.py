@@ -27,7 +27,7 @@ from typing import Any, Literal
 import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward
-from gradverify.checks.complex_parts import pairs_of, realify, second_order_parts
+from gradverify.checks.complex_parts import realify
 from gradverify.checks.jacobian import (
     differentiable_outputs,
     element_words,
@@ -37,7 +37,7 @@ from gradverify.checks.maps import located_map
 from gradverify.checks.noise import rounding_hint
 from gradverify.checks.randomized import PROJECTIONS, Entry, Examination, Problem
 from gradverify.checks.stochastic import mean_note
-from gradverify.checks.torch_gradcheck import gradient_selection
+from gradverify.checks.torch_gradcheck import second_order
 from gradverify.inputs import differentiable_indices
 from gradverify.results import Result, Status
 
@@ -129,18 +129,14 @@ def second_order_problem(
     """The first-order gradients as a function of the arguments and grad_outputs, as
     `second_order_blocks` sees them, for randomized mode (None: no gradient at all); complex
     values as (real, imaginary) pairs."""
-    real = realify(context, arguments, wrt)
-    parts = second_order_parts(real.parts, len(arguments), grad_outputs)
-    arguments, grad_outputs = real.arguments, pairs_of(grad_outputs)
-    selection = gradient_selection(real.context.target.call, arguments, wrt, grad_outputs)
+    second = second_order(context, arguments, wrt, grad_outputs)
+    selection = second.selection
     if not selection.outputs:
         return None
-    values = (*arguments, *grad_outputs)
     tol = context.tolerance
-    positions = (*wrt, *range(len(arguments), len(values)))
     return Problem(
-        selection.evaluate, values, positions, selection.outputs, selection.layout,
-        tol.eps, tol.atol, tol.rtol, parts=parts,
+        selection.evaluate, second.values, second.positions, selection.outputs,
+        selection.layout, tol.eps, tol.atol, tol.rtol, parts=second.parts,
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, user_code
+from gradverify.checks.complex_parts import Parts, pairs_of, realify, second_order_parts
 from gradverify.checks.jacobian import OutputLayout, Selection
 from gradverify.results import Result, Status
 
@@ -172,6 +173,33 @@ def gradient_selection(
         return [gradient for _, gradient in grads(*perturbed)]
 
     return Selection(layout, tuple(g for _, g in produced), evaluate)
+
+
+@dataclass(frozen=True)
+class SecondOrder:
+    """The first-order gradients as outputs of (arguments..., grad_outputs...), as torch's
+    gradgradcheck sees them; complex values as (real, imaginary) pairs."""
+
+    selection: Selection
+    values: tuple[Any, ...]  # the arguments, then the grad_outputs
+    # torch's input j counts the arguments that require grad, then the grad_outputs
+    positions: tuple[int, ...]
+    parts: Parts
+
+
+def second_order(
+    context: CaseContext,
+    arguments: tuple[Any, ...],
+    wrt: Sequence[int],
+    grad_outputs: Sequence[torch.Tensor],
+) -> SecondOrder:
+    """What gradgradcheck differentiates, for its full Jacobians and for randomized mode."""
+    real = realify(context, arguments, wrt)
+    parts = second_order_parts(real.parts, len(arguments), grad_outputs)
+    arguments, pairs = real.arguments, pairs_of(grad_outputs)
+    selection = gradient_selection(real.context.target.call, arguments, wrt, pairs)
+    values = (*arguments, *pairs)
+    return SecondOrder(selection, values, (*wrt, *range(len(arguments), len(values))), parts)
 
 
 @contextmanager
