@@ -140,6 +140,22 @@ def test_warnings_warn_and_passes_and_skips_say_nothing():
     assert output.splitlines()[-1].startswith("gradverify PASSED: 1 target(s), 1 case(s)")
 
 
+def test_a_result_marked_as_the_same_finding_joins_the_earlier_checks_annotation():
+    # opcheck fails on a wrong fake; compile's tracing error is marked the same finding
+    report = Report(
+        (
+            make(check="opcheck", message="test_faketensor fails"),
+            make(Status.WARN, check="compile", message="cannot trace it", same_as="opcheck"),
+            make(Status.WARN, check="compile", case="other", message="graph break"),
+        )
+    )
+    commands = parse(render(report))
+    assert [(c.name, c.properties["title"]) for c in commands] == [
+        ("error", "gradverify opcheck, compile: pkg.ops:Fn[vector]"),
+        ("warning", "gradverify compile: pkg.ops:Fn[other]"),
+    ]
+
+
 def test_a_result_without_a_spec_file_is_annotated_without_a_location():
     (command,) = parse(render(Report((make(spec_file=None, spec_line=None, message="boom"),))))
     assert command.properties == {"title": "gradverify backward: pkg.ops:Fn[vector]"}

@@ -37,10 +37,14 @@ def escape_property(value: str) -> str:
 def _findings(report: Report) -> list[tuple[list[str], Result]]:
     """Failures and warnings, one per finding, each with every check that reported it."""
     findings: dict[object, tuple[list[str], Result]] = {}
+    keys: dict[tuple[str, str, str], object] = {}  # (target, case, check) -> its finding
     for index, result in enumerate(report.results):
         if result.status not in COMMANDS:
             continue
-        key = _finding(result) or index
+        # A result the engine marked as repeating an earlier check's finding joins it.
+        repeated = keys.get((result.target, result.case, result.same_as or ""))
+        key = repeated if repeated is not None else (_finding(result) or index)
+        keys.setdefault((result.target, result.case, result.check), key)
         if key in findings:
             findings[key][0].append(result.check)
         else:
