@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sysconfig
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from gradverify.target import Target
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 _EXAMPLES_DIR = str(Path(_PACKAGE_DIR) / "examples")
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_STDLIB_DIR = str(Path(sysconfig.get_paths()["stdlib"]).resolve())
 
 
 @dataclass
@@ -153,20 +155,29 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
-def _is_user_frame(filename: str) -> bool:
+def is_user_frame(filename: str) -> bool:
+    """Whether a traceback frame is the user's code: not gradverify's, torch's or Python's own
+    (an argument missing from a case raises inside the standard library's `inspect`)."""
     if filename.startswith(_EXAMPLES_DIR):  # the bundled examples are user code too
         return True
+    if filename.startswith(_STDLIB_DIR) and not _in_site_packages(filename):
+        return False
     return not filename.startswith((_PACKAGE_DIR, _TORCH_DIR, "<"))
 
 
+def _in_site_packages(filename: str) -> bool:
+    parts = Path(filename).parts
+    return "site-packages" in parts or "dist-packages" in parts
+
+
 def _user_frames(error: BaseException) -> list[str]:
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user_frame(f.filename)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
     lines = traceback.format_list(frames) + traceback.format_exception_only(type(error), error)
     return [line.rstrip("\n") for line in "".join(lines).splitlines()]
 
 
 def _user_location(error: BaseException) -> str | None:
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user_frame(f.filename)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
     if not frames:
         return None
     last = frames[-1]

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gradverify.checks.base import _is_user_frame
+from gradverify.checks.base import is_user_frame
 from gradverify.paths import user_path
 
 BACKEND = "aot_eager"  # traces forward and backward (AOTAutograd), needs no C++ compiler
@@ -119,7 +119,7 @@ def explain_break(
     finally:
         torch._dynamo.reset()
     for reason in reasons:
-        frames = [f for f in getattr(reason, "user_stack", []) if _is_user_frame(f.filename)]
+        frames = [f for f in getattr(reason, "user_stack", []) if is_user_frame(f.filename)]
         if frames:
             return _described(str(reason.reason), frames[-1], graph_break=True)
     if reasons:  # a break at the call itself (a Function dynamo refuses whole): no user line
@@ -158,7 +158,7 @@ def _cause(error: BaseException) -> BaseException:
 
 
 def _user_frame_of(error: BaseException) -> traceback.FrameSummary | None:
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user_frame(f.filename)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
     return frames[-1] if frames else None
 
 
@@ -179,7 +179,7 @@ def _user_frame_in(text: str) -> traceback.FrameSummary | None:
     frames = [
         traceback.FrameSummary(match.group(1), int(match.group(2)), match.group(3))
         for match in _FRAME.finditer(text.partition("\nfrom user code:")[2])
-        if _is_user_frame(match.group(1))
+        if is_user_frame(match.group(1))
     ]
     return frames[-1] if frames else None
 

@@ -22,9 +22,9 @@ import torch
 from gradverify.checks.base import (
     CaseContext,
     UserCodeError,
-    _is_user_frame,
     call_forward,
     crash_result,
+    is_user_frame,
     user_code,
 )
 from gradverify.checks.dynamo import quiet
@@ -229,7 +229,7 @@ def _user_line(error: Any) -> tuple[str, int] | None:
     if not isinstance(error, BaseException):
         return None
     frames = traceback.extract_tb(error.__traceback__)
-    users = [frame for frame in frames if _is_user_frame(frame.filename)]
+    users = [frame for frame in frames if is_user_frame(frame.filename)]
     if not users or users[-1].lineno is None:
         return None
     return users[-1].filename, users[-1].lineno
