@@ -81,10 +81,13 @@ class SpecFile(pytest.File):
     """One spec file: a collector per target, holding a collector per case."""
 
     def collect(self) -> Iterator[SpecTarget]:
+        from gradverify.config import load_config, with_defaults
         from gradverify.plan import make_plan
 
+        # As `gradverify check` runs it: [tool.gradverify] fills what the spec leaves unset.
+        configured = load_config(self.config.invocation_params.dir)
         seen: dict[str, int] = {}
-        for entry in make_plan([_shown(self.path, self.config)]).entries:
+        for entry in with_defaults(make_plan([_shown(self.path, self.config)]).entries, configured):
             name = _node_name(entry.spec.target or "")
             seen[name] = seen.get(name, 0) + 1
             if seen[name] > 1:  # the same target twice in one file

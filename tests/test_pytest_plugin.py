@@ -396,6 +396,32 @@ def test_a_function_gets_no_compile_item_unless_asked(project: pytest.Pytester) 
     asked.stdout.fnmatch_lines(["specs/asked.yaml::fns:Square::v::compile"])
 
 
+def test_the_configuration_fills_what_a_spec_leaves_unset(project: pytest.Pytester) -> None:
+    # As `gradverify check` does: [tool.gradverify] extra_checks adds compile to a spec that
+    # chooses no checks, and its tolerance reaches the run.
+    add_spec(
+        project, "wrong.yaml",
+        "target: fns:SquareWrongSign\ncases: [{name: v, inputs: [{shape: [3]}]}]\n",
+    )  # fmt: skip
+    wrong = ["--gradverify", "specs/wrong.yaml", "-k", "finite_difference"]
+    project.runpytest(*wrong).assert_outcomes(failed=1)
+    # |-2x - 2x| <= 4 on [-1, 1]: within an atol of 10 the wrong sign goes unseen
+    project.makepyprojecttoml(
+        '[tool.gradverify]\nextra_checks = ["compile"]\ntolerance = {atol = 10.0, rtol = 10.0}\n'
+    )
+    project.runpytest(*wrong).assert_outcomes(passed=1)
+    collected = project.runpytest("--gradverify", "specs/wrong.yaml", "--collect-only", "-q")
+    collected.stdout.fnmatch_lines(["specs/wrong.yaml::fns:SquareWrongSign::v::compile"])
+
+
+def test_an_invalid_configuration_is_one_clear_collection_error(project: pytest.Pytester) -> None:
+    project.makepyprojecttoml('[tool.gradverify]\nextra_checks = ["compiel"]\n')
+    result = project.runpytest("--gradverify", "specs")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["gradverify: pyproject.toml*extra_checks*compile*"])
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_an_attribute_that_does_not_load_is_reported_by_its_items(
     project: pytest.Pytester,
 ) -> None:
