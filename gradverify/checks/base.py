@@ -95,7 +95,7 @@ class UserCodeError(Exception):
         if is_allocation_failure(error):
             super().__init__(f"{phase} ran out of memory{where}: {out_of_memory(error)}")
             return
-        super().__init__(f"{phase} raised {type(error).__name__}{where}: {_first_line(error)}")
+        super().__init__(f"{phase} raised {type(error).__name__}{where}: {first_line(error)}")
 
     @property
     def frames(self) -> tuple[str, ...]:
@@ -139,7 +139,7 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
     broken = [r for r in context.earlier if r.failed and r.check in ("forward", "backward")]
     if broken and check not in {r.check for r in broken}:
         # Say the error again only if the failure above does not already say it.
-        said = any(_first_line(error.error) in " ".join((r.message, *r.details)) for r in broken)
+        said = any(first_line(error.error) in " ".join((r.message, *r.details)) for r in broken)
         return context.result(
             check,
             Status.SKIP,
@@ -150,7 +150,8 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
     return context.result(check, Status.FAIL, str(error), details=frames)
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's message: how a crash is named in one line."""
     text = str(error).strip()
     return text.splitlines()[0] if text else "(no message)"
 

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, crash_result
+from gradverify.checks.base import CaseContext, UserCodeError, crash_result, first_line
 from gradverify.checks.complex_parts import realify
 from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.func_findings import joined
@@ -170,7 +170,7 @@ class FuncCheck:
                 if name == JACFWD and "randomness" in str(error.error):
                     judge.notes.append(f"{JACFWD} not run: {RANDOM}")
                 else:
-                    crashes.setdefault(_first_line(error.error), ([], error))[0].append(name)
+                    crashes.setdefault(first_line(error.error), ([], error))[0].append(name)
                 continue
             ran.append(name)
             try:  # the comparison calls forward and backward eagerly
@@ -196,11 +196,6 @@ class FuncCheck:
             result,
             same_as="vmap" if vmap_failed else None,
             message=f"{joined(names)} {'raised' if len(names) == 1 else 'raise'} "
-            f"{type(error.error).__name__}{where}: {_first_line(error.error)}",
+            f"{type(error.error).__name__}{where}: {first_line(error.error)}",
             hint=crash_hint(names[0], str(error.error)),
         )
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else "(no message)"
