@@ -132,9 +132,7 @@ class FuncCheck:
             context.target.call, arguments, wrt, selection.layout, selection.outputs,
             context.generator(salt=900),
         )  # fmt: skip
-        judge = Judge(
-            context, self.id, arguments, selection, transforms, mode == "randomized", real.parts
-        )
+        judge = Judge(context, arguments, selection, transforms, mode == "randomized", real.parts)
         results, ran = self._run_all(context, judge, names, notes)  # quiet: no not-run notes
         if results:
             return results
@@ -154,7 +152,7 @@ class FuncCheck:
     ) -> tuple[list[Result], list[str]]:
         """Each transform in turn: (failures, the transforms that ran to a comparison)."""
         runners: dict[str, Callable[[], dict[int, torch.Tensor]]] = {
-            GRAD: judge.transforms_grad,
+            GRAD: judge.transforms.run_grad,
             VJP: judge.transforms.run_vjp,
             JACREV: judge.transforms.run_jacrev,
             JACFWD: judge.transforms.run_jacfwd,

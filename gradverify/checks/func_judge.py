@@ -24,7 +24,7 @@ from gradverify.checks.func_findings import (
     nonlinear_failure,
     own_failure,
 )
-from gradverify.checks.func_parts import GRAD, PROJECTED, Transforms, flat_weights
+from gradverify.checks.func_parts import PROJECTED, Transforms, flat_weights
 from gradverify.checks.jacobian import Selection, analytical_jacobians, numerical_jacobian
 from gradverify.results import Result
 
@@ -35,14 +35,13 @@ class Judge:
     def __init__(
         self,
         context: CaseContext,
-        check: str,
         arguments: tuple[Any, ...],
         selection: Selection,
         transforms: Transforms,
         randomized: bool,
         parts: Parts = NO_PARTS,
     ) -> None:
-        self.context, self.check, self.arguments = context, check, arguments
+        self.context, self.arguments = context, arguments
         self.parts = parts  # complex arguments and outputs seen as (real, imaginary) pairs
         self.selection, self.transforms, self.randomized = selection, transforms, randomized
         self.notes: list[str] = []
@@ -53,9 +52,6 @@ class Judge:
         self.nonlinear: dict[int, Finding] = {}
         self._numerical: dict[int, torch.Tensor] = {}
         self._backward: dict[int, torch.Tensor] | None = None
-
-    def transforms_grad(self) -> dict[int, torch.Tensor]:
-        return {index: self.transforms.run_grad(index) for index in self.transforms.wrt}
 
     def compare(self, transform: str, blocks: dict[int, torch.Tensor]) -> None:
         """Judge one transform's blocks; findings are kept until `verdicts`."""
@@ -115,22 +111,24 @@ class Judge:
         """Whether eager backward scales with grad_output for argument `index`: twice the
         weighting gives twice the gradient."""
         tol = self.context.tolerance
-        chosen = list(self.transforms.weights if transform == GRAD else self.transforms.cotangents)
-        argument = self.arguments[index]
-        with torch.enable_grad(), user_code("backward"):
-            once, twice = (
-                torch.autograd.grad(
-                    self.selection.outputs, [argument], [scale * w for w in chosen],
-                    retain_graph=True, allow_unused=True,
-                )[0]
-                for scale in (1.0, 2.0)
-            )  # fmt: skip
+        once, twice = (self._pullback(transform, index, scale) for scale in (1.0, 2.0))
         if once is None or twice is None:
             return True
         return compare(
             twice.reshape(1, -1).to(torch.float64), 2 * once.reshape(1, -1).to(torch.float64),
             tol.atol, tol.rtol,
         ).ok  # fmt: skip
+
+    def _pullback(self, transform: str, index: int, scale: float = 1.0) -> torch.Tensor | None:
+        """Eager backward's gradient of argument `index` for the transform's weighting of the
+        outputs, times `scale` (None: the argument does not reach them)."""
+        weighting = [scale * w for w in self.transforms.weighting(transform)]
+        with torch.enable_grad(), user_code("backward"):
+            (gradient,) = torch.autograd.grad(
+                self.selection.outputs, [self.arguments[index]], weighting,
+                retain_graph=True, allow_unused=True,
+            )  # fmt: skip
+        return gradient
 
     def _blocks(self, index: int, got: torch.Tensor) -> Blocks:
         selection = self.selection
@@ -140,8 +138,7 @@ class Judge:
         )  # fmt: skip
 
     def _weights(self, transform: str) -> torch.Tensor:
-        chosen = self.transforms.weights if transform == GRAD else self.transforms.cotangents
-        return flat_weights(chosen)
+        return flat_weights(self.transforms.weighting(transform))
 
     def _finding(
         self, transform: str, index: int, comparison: Comparison, got: torch.Tensor
@@ -172,10 +169,7 @@ class Judge:
         if earlier and not any(r.failed for r in earlier):
             return None  # kinks or noise that finite_difference excused
         if not earlier and not self.randomized:
-            blocks = Blocks(
-                self.arguments, self.selection.layout, {index: self.backward(index)},
-                {index: self.numerical(index)}, self.selection.evaluate,
-            )  # fmt: skip
+            blocks = self._blocks(index, self.backward(index))
             if assess(self.context, index, blocks).comparison.ok:
                 return None
         if not earlier and self.randomized:
@@ -212,12 +206,7 @@ class Judge:
         if not self._linear(transform, index):
             self.nonlinear.setdefault(index, Finding(transform, None, None, value, numerical))
             return None
-        chosen = self.transforms.weights if transform == GRAD else self.transforms.cotangents
-        with torch.enable_grad(), user_code("backward"):
-            (gradient,) = torch.autograd.grad(
-                self.selection.outputs, [argument], list(chosen),
-                retain_graph=True, allow_unused=True,
-            )  # fmt: skip
+        gradient = self._pullback(transform, index)
         backward = (
             0.0 if gradient is None else float((gradient.to(torch.float64) * direction).sum())
         )

@@ -53,7 +53,15 @@ class Transforms:
     def primals(self) -> tuple[torch.Tensor, ...]:
         return tuple(self.arguments[index] for index in self.wrt)
 
-    def run_grad(self, index: int) -> torch.Tensor:
+    def weighting(self, transform: str) -> tuple[torch.Tensor, ...]:
+        """What a projected transform weights the selected outputs with: grad's w, vjp's v."""
+        return self.weights if transform == GRAD else self.cotangents
+
+    def run_grad(self) -> Blocks:
+        """torch.func.grad of Σ w·y, one argument at a time: [1, elements] each."""
+        return {index: self._grad(index) for index in self.wrt}
+
+    def _grad(self, index: int) -> torch.Tensor:
         """torch.func.grad of Σ w·y with respect to argument `index` alone: [1, elements]."""
         position = self.wrt.index(index)
 
