@@ -22,7 +22,7 @@ from gradverify.checks.base import UserCodeError, call_forward
 from gradverify.checks.diagonal import diagonal_kinks, is_elementwise
 from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows
 from gradverify.checks.noise import faint_rows, noise_rows
-from gradverify.checks.sampling import line_through, sample
+from gradverify.checks.sampling import Evaluate, line_through, sample
 from gradverify.inputs import fresh_copies, redraw_values
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
 from gradverify.target import Target
@@ -41,6 +41,11 @@ class Near:
 
     columns: list[int]
     complete: bool = True  # False: group testing ran out of probes, there may be more
+
+    @property
+    def remaining(self) -> bool:
+        """Some element is, or may still be, within eps of a kink."""
+        return bool(self.columns) or not self.complete
 
 
 def settle_inputs(
@@ -77,7 +82,7 @@ def _generated(item: Any, argument: Any) -> bool:
     )
 
 
-def _evaluate(target: Target) -> Any:
+def _evaluate(target: Target) -> Evaluate:
     def evaluate(*values: Any) -> list[torch.Tensor]:
         # A complex output is its (real, imaginary) pairs: a kink may be in either part.
         return [
@@ -103,7 +108,7 @@ def _settle_argument(
         return None
     redrawn = torch.zeros(settled[index].numel(), dtype=torch.bool)
     tries = 0
-    near = near_kinks(target, settled, index, spec, elementwise)
+    near = near_kinks(evaluate, settled, index, spec, elementwise)
     while near.columns and tries < MAX_TRIES:
         tries += 1
         current = settled[index]
@@ -113,23 +118,16 @@ def _settle_argument(
         fresh = redraw_values(current.detach(), item.low, item.high, generator)
         values = torch.where(mask.reshape(current.shape), fresh, current.detach())
         settled[index] = values.requires_grad_(current.requires_grad)
-        near = near_kinks(target, settled, index, spec, elementwise)
+        near = near_kinks(evaluate, settled, index, spec, elementwise)
     return _note(target, index, int(redrawn.sum()), tries, near)
 
 
 def near_kinks(
-    target: Target,
-    arguments: Sequence[Any],
-    index: int,
-    spec: FunctionSpec,
-    elementwise: bool | None = None,
+    evaluate: Evaluate, arguments: Sequence[Any], index: int, spec: FunctionSpec, elementwise: bool
 ) -> Near:
-    """Elements of argument `index` within eps of a kink of some output (probed in float64):
-    all of them at once for an elementwise forward, else by group testing."""
+    """Elements of argument `index` within eps of a kink of some output of `evaluate` (probed
+    in float64): all of them at once for an elementwise forward, else by group testing."""
     probe = fresh_copies(arguments, torch.float64)
-    evaluate = _evaluate(target)
-    if elementwise is None:
-        elementwise = is_elementwise(evaluate, probe, index)
     tol = spec.tolerance
     if elementwise:
         found = diagonal_kinks(evaluate, probe, index, tol.eps, tol.atol, tol.rtol)
@@ -137,7 +135,9 @@ def near_kinks(
     return grouped_near_kinks(evaluate, probe, index, spec)
 
 
-def grouped_near_kinks(evaluate: Any, probe: Sequence[Any], index: int, spec: FunctionSpec) -> Near:
+def grouped_near_kinks(
+    evaluate: Evaluate, probe: Sequence[Any], index: int, spec: FunctionSpec
+) -> Near:
     """Group testing: the output is sampled along a random ±1 direction over a whole group of
     elements (five forward calls); a kink of any member shows as a kink along the direction.
     Only groups that show one are halved, so inputs without kinks cost five forward calls,
@@ -189,14 +189,14 @@ def _tolerance(values: torch.Tensor, spec: FunctionSpec) -> torch.Tensor:
 
 def _note(target: Target, index: int, redrawn: int, tries: int, still: Near) -> str | None:
     if not redrawn:
-        if still.columns or not still.complete:
+        if still.remaining:
             return f"{_describe(target, index)}: {_still(still)}"
         return None
     text = (
         f"re-drew {redrawn} element(s) of {_describe(target, index)} that fell within eps of a "
         f"non-differentiable point ({tries} {'try' if tries == 1 else 'tries'})"
     )
-    if still.columns or not still.complete:
+    if still.remaining:
         text += f"; {_still(still)}"
     return text
 
