@@ -13,7 +13,7 @@ from gradverify.checks.backward import _grad_outputs
 from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
 from gradverify.checks.compare import compare
 from gradverify.checks.jacobian import differentiable_outputs, element_words, unravel
-from gradverify.inputs import fresh_copies
+from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.memory import is_allocation_failure
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
@@ -130,9 +130,7 @@ def _run(context: CaseContext, call: Any, arguments: tuple[Any, ...], eager: Run
 def _with_gradients(
     context: CaseContext, outputs: tuple[Any, ...], arguments: tuple[Any, ...], eager: Run | None
 ) -> Run:
-    wrt = [
-        (i, a) for i, a in enumerate(arguments) if isinstance(a, torch.Tensor) and a.requires_grad
-    ]
+    wrt = differentiable_indices(arguments)
     reference = eager.outputs if eager is not None else outputs
     selected = [index for index, _ in differentiable_outputs(reference)]
     gradients: list[torch.Tensor | None] = [None] * len(arguments)
@@ -141,11 +139,11 @@ def _with_gradients(
         with user_code("backward"):
             found = torch.autograd.grad(
                 [outputs[i] for i in selected],
-                [a for _, a in wrt],
+                [arguments[index] for index in wrt],
                 [grad_outputs[i] for i in selected],
                 allow_unused=True,
             )
-        for (index, _), gradient in zip(wrt, found, strict=True):
+        for index, gradient in zip(wrt, found, strict=True):
             gradients[index] = gradient
     return Run(outputs, tuple(gradients))
 
