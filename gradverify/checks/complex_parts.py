@@ -20,6 +20,7 @@ which part of which is wrong.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -77,7 +78,7 @@ class Parts:
     def row_count(self, layout: OutputLayout) -> int:
         """The output elements, counting a complex one once."""
         return sum(
-            _numel(shape[:-1] if index in self.rows else shape)
+            math.prod(shape[:-1] if index in self.rows else shape)
             for index, shape in zip(layout.indices, layout.shapes, strict=True)
         )
 
@@ -210,13 +211,6 @@ def second_order_parts(
     return Parts(first.columns | from_outputs, set(first.columns))
 
 
-def _numel(shape: Sequence[int]) -> int:
-    size = 1
-    for extent in shape:
-        size *= extent
-    return size
-
-
 # A conjugation hint only on this much evidence (as `diagnosis.py` asks of its patterns).
 MIN_ENTRIES = 3
 EXPLAINED = 0.1  # the pattern's residual: at most this fraction of the tolerance
@@ -227,7 +221,7 @@ def cross_mask(parts: Parts, layout: OutputLayout, position: int, columns: int) 
     """[rows, columns] bool: entries across parts, the derivative of a real part with respect
     to an imaginary part or the other way round (a real value counts as a real part)."""
     row_parts = torch.cat([
-        torch.arange(_numel(shape)) % 2 if index in parts.rows else torch.zeros(_numel(shape))
+        torch.arange(math.prod(shape)) % 2 if index in parts.rows else torch.zeros(math.prod(shape))
         for index, shape in zip(layout.indices, layout.shapes, strict=True)
     ]).to(torch.long)  # fmt: skip
     column_parts = torch.arange(columns) % 2 if position in parts.columns else torch.zeros(columns)

@@ -6,6 +6,7 @@ with group testing to name a wrong entry (`checks/randomized.py`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -252,7 +253,7 @@ def mismatch_failure(
         )  # fmt: skip
     where = element_words(element)
     user_shape = parts.shape(index, argument.shape)
-    if len(blocks.layout.indices) > 1 or parts.row_count(blocks.layout) != _numel(user_shape):
+    if len(blocks.layout.indices) > 1 or parts.row_count(blocks.layout) != math.prod(user_shape):
         where += f", output {output_index} element {list(output_element)}"
     which = parts.entry_words(name, index, comparison.column, row_part)
     message = (
@@ -281,13 +282,6 @@ def kink_hint(comparison: Comparison, kinks: Sequence[Kink]) -> str | None:
         "wrong only at non-differentiable points: there any value between the one-sided "
         f"slopes is a valid (sub)gradient, but {worst.describe()}"
     )
-
-
-def _numel(shape: Sequence[int]) -> int:
-    size = 1
-    for extent in shape:
-        size *= extent
-    return size
 
 
 def noise_hint(

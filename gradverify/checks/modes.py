@@ -153,7 +153,7 @@ def randomized_verdict(
     return context.result(
         check, Status.PASS,
         f"gradient of {context.describe_argument(index)} matches along {PROJECTIONS} random "
-        f"projections vᵀJu ({_numel(problem.parts.shape(index, problem.values[index].shape))} "
+        f"projections vᵀJu ({math.prod(problem.parts.shape(index, problem.values[index].shape))} "
         "elements)",
         input_index=index, notes=(*notes, *search_notes(exam)),
     )  # fmt: skip
@@ -345,13 +345,6 @@ def _failure_hint(exam: Examination, problem: Problem) -> str | None:
             "(or one too many) in backward, or a flipped sign (`mode: full` shows the pattern)"
         )
     return entry_hint(worst, problem.atol, problem.rtol)
-
-
-def _numel(shape: Sequence[int]) -> int:
-    size = 1
-    for extent in shape:
-        size *= extent
-    return size
 
 
 def entry_hint(entry: Entry, atol: float, rtol: float) -> str | None:
