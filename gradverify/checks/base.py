@@ -177,9 +177,14 @@ def _user_frames(error: BaseException) -> list[str]:
     return [line.rstrip("\n") for line in "".join(lines).splitlines()]
 
 
-def _user_location(error: BaseException) -> str | None:
+def last_user_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of the user's code in the error's traceback, if any."""
     frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
-    if not frames:
+    return frames[-1] if frames else None
+
+
+def _user_location(error: BaseException) -> str | None:
+    last = last_user_frame(error)
+    if last is None:
         return None
-    last = frames[-1]
     return f"{user_path(last.filename)}:{last.lineno}"

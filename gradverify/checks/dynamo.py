@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gradverify.checks.base import is_user_frame
+from gradverify.checks.base import first_line, is_user_frame, last_user_frame
 from gradverify.paths import user_path
 
 BACKEND = "aot_eager"  # traces forward and backward (AOTAutograd), needs no C++ compiler
@@ -30,7 +30,7 @@ def unavailable() -> str | None:
 
             check_if_dynamo_supported()
     except Exception as error:
-        return f"torch.compile is not available here: {_first_line(str(error))}"
+        return f"torch.compile is not available here: {first_line(error)}"
     return None
 
 
@@ -125,7 +125,7 @@ def explain_break(
     if reasons:  # a break at the call itself (a Function dynamo refuses whole): no user line
         return _described(str(reasons[0].reason), None, graph_break=True)
     cause = _cause(error)
-    frame = _user_frame_in(str(error)) or _user_frame_of(cause)
+    frame = _user_frame_in(str(error)) or last_user_frame(cause)
     # Unsupported is what a graph break raises under fullgraph; without it, dynamo runs that
     # code eagerly (explain lists no break when it refuses the whole call).
     unsupported = isinstance(cause, torch._dynamo.exc.Unsupported)
@@ -157,11 +157,6 @@ def _cause(error: BaseException) -> BaseException:
     return _cause(inner) if isinstance(inner, BaseException) else error
 
 
-def _user_frame_of(error: BaseException) -> traceback.FrameSummary | None:
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
-    return frames[-1] if frames else None
-
-
 def _torch_words(error: BaseException) -> str:
     """The error's message without dynamo's advice on debugging it."""
     text = str(error).split("\nfrom user code:")[0]
@@ -182,8 +177,3 @@ def _user_frame_in(text: str) -> traceback.FrameSummary | None:
         if is_user_frame(match.group(1))
     ]
     return frames[-1] if frames else None
-
-
-def _first_line(text: str) -> str:
-    stripped = text.strip()
-    return stripped.splitlines()[0] if stripped else "(no message)"

@@ -12,7 +12,6 @@ of a second.
 from __future__ import annotations
 
 import re
-import traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,7 +23,7 @@ from gradverify.checks.base import (
     UserCodeError,
     call_forward,
     crash_result,
-    is_user_frame,
+    last_user_frame,
     user_code,
 )
 from gradverify.checks.dynamo import quiet
@@ -228,11 +227,10 @@ def _user_line(error: Any) -> tuple[str, int] | None:
     """The last line of the user's code in the error's traceback, if any."""
     if not isinstance(error, BaseException):
         return None
-    frames = traceback.extract_tb(error.__traceback__)
-    users = [frame for frame in frames if is_user_frame(frame.filename)]
-    if not users or users[-1].lineno is None:
+    last = last_user_frame(error)
+    if last is None or last.lineno is None:
         return None
-    return users[-1].filename, users[-1].lineno
+    return last.filename, last.lineno
 
 
 def _message(error: Any) -> str:
