@@ -23,10 +23,12 @@ import torch
 from gradverify.checks.kinks import Kink, kink_at, nondifferentiable_rows
 from gradverify.checks.noise import faint_rows, noise_rows
 from gradverify.checks.sampling import (
+    FIT,
     OFFSETS,
     RESIDUAL_FRACTION,
     ROUNDING,
     Evaluate,
+    Line,
 )
 
 TRIALS = 2  # random halves moved to tell an elementwise forward
@@ -161,7 +163,7 @@ def diagonal_kinks(
     return DiagonalKinks(candidates[near], chunk[:, near].clone(), faint[near], noisy, eps)
 
 
-def _shifted(evaluate: Evaluate, arguments: Sequence[Any], index: int) -> Any:
+def _shifted(evaluate: Evaluate, arguments: Sequence[Any], index: int) -> Line:
     """t -> the flat float64 output at arguments[index] + t (every element moved by t)."""
     base = arguments[index].detach()
 
@@ -185,9 +187,7 @@ def _third_difference_bound() -> float:
     the residual vanishes on quadratics, so it is a linear function of the two third
     differences (v0 - 3v1 + 3v2 - v3, v1 - 3v2 + 3v3 - v4)."""
     third = torch.tensor(THIRD_DIFFERENCES, dtype=torch.float64)
-    design = torch.tensor([[1.0, d, d * d] for d in OFFSETS], dtype=torch.float64)
-    fit = design @ torch.linalg.pinv(design)  # as `sampling.fit_residual` fits
-    residual = torch.eye(len(OFFSETS), dtype=torch.float64) - fit
+    residual = torch.eye(len(OFFSETS), dtype=torch.float64) - FIT  # as `fit_residual` fits
     through = residual @ torch.linalg.pinv(third)
     return float(through.abs().sum(dim=1).max())
 
@@ -196,7 +196,7 @@ _BOUND = _third_difference_bound()
 
 
 def _noisy(
-    line: Any, values: torch.Tensor, eps: float, faint: torch.Tensor, atol: float, rtol: float
+    line: Line, values: torch.Tensor, eps: float, faint: torch.Tensor, atol: float, rtol: float
 ) -> bool:
     """Is the faint roughness rounding noise (a forward computing in float32)? Two forward
     calls, judged at the faint elements alone."""
@@ -209,13 +209,3 @@ def _noisy(
 
     only = torch.ones(candidates.numel(), dtype=torch.bool)
     return bool(noise_rows(restricted, values[:, candidates], eps, only, atol, rtol).any())
-
-
-def near_mask(columns: torch.Tensor, shape: torch.Size | Sequence[int]) -> torch.Tensor:
-    """A bool mask shaped `shape`, True at the flat `columns`."""
-    size = 1
-    for dim in shape:
-        size *= dim
-    mask = torch.zeros(size, dtype=torch.bool)
-    mask[columns] = True
-    return mask.reshape(tuple(shape))

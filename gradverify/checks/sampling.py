@@ -29,7 +29,7 @@ def _fit_projection() -> torch.Tensor:
     return design @ torch.linalg.pinv(design)  # maps samples to their quadratic fit
 
 
-_FIT = _fit_projection()
+FIT = _fit_projection()  # samples -> their quadratic fit (also `diagonal.py`)
 
 
 def line_through(
@@ -59,11 +59,11 @@ def sample(line: Line, eps: float, centre: float = 0.0) -> torch.Tensor:
 def fit_residual(values: torch.Tensor) -> torch.Tensor:
     """Per row, the largest distance of the samples from their quadratic fit (non-finite: 0)."""
     safe = torch.where(torch.isfinite(values), values, torch.zeros_like(values))
-    # Written as weighted sums rather than `_FIT @ safe`: a [5, 5] @ [5, rows] product goes to
+    # Written as weighted sums rather than `FIT @ safe`: a [5, 5] @ [5, rows] product goes to
     # BLAS, whose threads cost ~40 ms a call when the cores are busy (pytest -n 2, a worker
     # pool); these are elementwise and take microseconds.
     residual = torch.zeros(safe.shape[1:], dtype=safe.dtype)
-    weights = _FIT.tolist()
+    weights = FIT.tolist()
     for row, sample in zip(weights, safe, strict=True):
         fitted = sum((weight * other for weight, other in zip(row, safe, strict=True)))
         residual = torch.maximum(residual, (sample - fitted).abs())
