@@ -8,7 +8,14 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.base import (
+    CaseContext,
+    UserCodeError,
+    call_forward,
+    crash_result,
+    dtype_name,
+    user_code,
+)
 from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.graph import backward_return
 from gradverify.checks.jacobian import differentiable_outputs, unravel
@@ -246,7 +253,7 @@ def _malformed(
             )
         elif grad.dtype != argument.dtype:
             fail(
-                f"gradient of {describe} is {_dtype(grad.dtype)}, but the argument is {_dtype(argument.dtype)}",
+                f"gradient of {describe} is {dtype_name(grad.dtype)}, but the argument is {dtype_name(argument.dtype)}",
                 _dtype_hint(grad.dtype, argument.dtype),
             )
         elif grad.device != argument.device:
@@ -387,10 +394,6 @@ def _summary(grads: Gradients, arguments: Sequence[Any], spread: float | None = 
     if spread:  # gradient: approximate, and the runs differ
         return f"{counted}, well-formed; two runs differ by up to {spread:.3g} (stochastic)"
     return f"{counted}, well-formed and deterministic"
-
-
-def _dtype(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def _dtype_hint(grad: torch.dtype, argument: torch.dtype) -> str:

@@ -150,6 +150,11 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
     return context.result(check, Status.FAIL, str(error), details=frames)
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """A dtype as findings spell it: `float32`, not `torch.float32`."""
+    return str(dtype).removeprefix("torch.")
+
+
 def first_line(error: BaseException) -> str:
     """The first line of an exception's message: how a crash is named in one line."""
     text = str(error).strip()

@@ -10,7 +10,14 @@ import torch
 
 from gradverify.checks import dynamo
 from gradverify.checks.backward import _grad_outputs
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.base import (
+    CaseContext,
+    UserCodeError,
+    call_forward,
+    crash_result,
+    dtype_name,
+    user_code,
+)
 from gradverify.checks.compare import compare
 from gradverify.checks.jacobian import differentiable_outputs, element_words, unravel
 from gradverify.inputs import differentiable_indices, fresh_copies
@@ -205,7 +212,9 @@ def _differs(compiled: Any, eager: Any, context: CaseContext) -> Difference | No
             structure=f"has shape {list(compiled.shape)}, eagerly {list(eager.shape)}"
         )
     if compiled.dtype != eager.dtype:
-        return Difference(structure=f"is {_dtype(compiled.dtype)}, eagerly {_dtype(eager.dtype)}")
+        return Difference(
+            structure=f"is {dtype_name(compiled.dtype)}, eagerly {dtype_name(eager.dtype)}"
+        )
     if not (compiled.is_floating_point() or compiled.is_complex()):
         compiled, eager = compiled.to(torch.float64), eager.to(torch.float64)
     tolerance = context.tolerance
@@ -280,7 +289,3 @@ def _summary(eager: Run) -> str:
         f"{len(eager.outputs)} output(s) and {gradients} gradient(s) equal eager's, "
         f"compiled whole ({dynamo.BACKEND}, fullgraph)"
     )
-
-
-def _dtype(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import torch
 import torch.autograd.forward_ad as forward_ad
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, user_code
+from gradverify.checks.base import CaseContext, UserCodeError, call_forward, dtype_name, user_code
 from gradverify.checks.compare import compare
 from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.jacobian import OutputLayout, differentiable_outputs
@@ -363,7 +363,7 @@ def _tolerances(context: CaseContext, numerical: torch.Tensor) -> tuple[float, f
 def _dtype_problem(
     context: CaseContext, index: int, tangent: torch.Tensor, primal: torch.Tensor
 ) -> Result:
-    got, expected = _dtype(tangent.dtype), _dtype(primal.dtype)
+    got, expected = dtype_name(tangent.dtype), dtype_name(primal.dtype)
     return context.result(
         JvpCheck.id,
         Status.FAIL,
@@ -433,7 +433,3 @@ def _fraction(value: float) -> str:
     if abs(float(fraction) - value) > 1e-3 * abs(value):
         return f"{value:.4g}"
     return str(fraction)
-
-
-def _dtype(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")

@@ -20,6 +20,7 @@ from gradverify.checks.base import (
     UserCodeError,
     call_forward,
     crash_result,
+    dtype_name,
     user_code,
 )
 from gradverify.checks.forward import no_gradient_to_check
@@ -289,7 +290,9 @@ def _tensor_difference(
             what, f"shape {list(got.shape)} instead of {list(expected.shape)}", fields
         )
     if got.dtype != expected.dtype:
-        return Difference(what, f"{_dtype(got.dtype)} instead of {_dtype(expected.dtype)}", fields)
+        return Difference(
+            what, f"{dtype_name(got.dtype)} instead of {dtype_name(expected.dtype)}", fields
+        )
     wide = torch.complex128 if expected.is_complex() else torch.float64
     expected_values, got_values = expected.detach().to(wide), got.detach().to(wide)
     atol, rtol = _tolerances(context, expected)
@@ -388,7 +391,3 @@ def _nothing_to_try(context: CaseContext) -> str:
         else "requires_grad_off is turned off in the spec",
     ]
     return f"no variant to try: {'; '.join(reasons)}"
-
-
-def _dtype(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")

@@ -14,7 +14,14 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.checks.base import (
+    CaseContext,
+    UserCodeError,
+    call_forward,
+    crash_result,
+    dtype_name,
+    user_code,
+)
 from gradverify.checks.compare import Comparison, compare
 from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.jacobian import differentiable_outputs, unravel
@@ -199,7 +206,7 @@ def _compare_one(
         return context.result(
             VmapCheck.id,
             Status.FAIL,
-            f"{what} under torch.vmap is {_dtype(got.dtype)}, the loop gives {_dtype(expected.dtype)}",
+            f"{what} under torch.vmap is {dtype_name(got.dtype)}, the loop gives {dtype_name(expected.dtype)}",
             **fail,
         )
     comparison = _comparison(got, expected, context.tolerance.atol, context.tolerance.rtol)
@@ -367,7 +374,3 @@ def _value_hint(context: CaseContext, got: torch.Tensor, expected: torch.Tensor)
         "likely forward does something the generated vmap rule cannot batch (e.g. `.item()`, "
         "`.data`, or writes into a captured tensor): write a vmap staticmethod instead"
     )
-
-
-def _dtype(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
