@@ -190,11 +190,9 @@ def _plans(target: Target) -> list[_Plan]:
 
 
 def _written(target: Target, index: int) -> bool:
-    """An op's argument its schema marks written (`Tensor(a!)`, from mutates_args)."""
-    if target.op is None or index >= len(target.op._schema.arguments):
-        return False
-    alias = target.op._schema.arguments[index].alias_info
-    return alias is not None and alias.is_write
+    """An op's argument its schema marks written (`Tensor(a!)`, from mutates_args): the
+    target's dirty arguments, as `custom_ops` reads them off the schema."""
+    return target.op is not None and target.dirty.marks(index)
 
 
 def annotations_of(target: Target) -> dict[str, str]:
