@@ -377,9 +377,9 @@ def _second_order_entry(
     text = f"second derivative is wrong: d({of}) / d({by}) at element {list(element)}"
     column_part = parts.column_part(position, column)
     if row_part or column_part:
-        of_part = f"of the {row_part} part of the gradient " if row_part else ""
+        of_part = f"of the {row_part} part of the gradient" if row_part else ""
         by_part = f"with respect to the {column_part} part of {name}" if column_part else ""
-        text += f" (the derivative {of_part}{by_part})".replace(" )", ")")
+        text += f" (the derivative {' '.join(filter(None, (of_part, by_part)))})"
     return text, input_index, output_index, element
 
 
