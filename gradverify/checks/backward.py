@@ -24,6 +24,7 @@ from gradverify.inputs import fresh_copies
 from gradverify.results import Result, Status
 
 Gradients = tuple[Any, ...]  # one entry per forward argument
+GRAD_OUTPUT_SALT = 1  # seeds the grad_outputs backward is called with (compile takes the same)
 
 
 class BackwardCheck:
@@ -48,7 +49,7 @@ class BackwardCheck:
             return [nothing]
         if not differentiable_outputs(outputs):
             return [context.result(self.id, Status.SKIP, "no output is differentiable")]
-        grad_outputs = _grad_outputs(outputs, context.generator(salt=1))
+        grad_outputs = _grad_outputs(outputs, context.generator(GRAD_OUTPUT_SALT))
         snapshots = [(g.clone(), g._version) if g is not None else None for g in grad_outputs]
         try:
             first = _run_backward(context, outputs, arguments, grad_outputs)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks import dynamo
-from gradverify.checks.backward import _grad_outputs
+from gradverify.checks.backward import GRAD_OUTPUT_SALT, _grad_outputs
 from gradverify.checks.base import (
     CaseContext,
     UserCodeError,
@@ -142,7 +142,7 @@ def _with_gradients(
     selected = [index for index, _ in differentiable_outputs(reference)]
     gradients: list[torch.Tensor | None] = [None] * len(arguments)
     if wrt and selected:
-        grad_outputs = _grad_outputs(reference, context.generator(salt=1))
+        grad_outputs = _grad_outputs(reference, context.generator(GRAD_OUTPUT_SALT))
         with user_code("backward"):
             found = torch.autograd.grad(
                 [outputs[i] for i in selected],
