@@ -27,7 +27,12 @@ if TYPE_CHECKING:
 # Names that conventionally hold a Linear's weight and bias, for the Linear-like shapes.
 WEIGHT_NAMES = re.compile(r"(^|_)(w|weight|weights|kernel|matrix)($|_)", re.IGNORECASE)
 BIAS_NAMES = re.compile(r"(^|_)(b|bias|offset)($|_)", re.IGNORECASE)
-SCALAR_TYPES = {"int": 1, "float": 1.0, "bool": True, "str": ""}
+# A number forward gets when nothing says which: 0.5 exercises a clamp bound inside the
+# inputs' range; 2 where a fraction gives nan (a power of a negative) or an int is needed.
+NUMBERS = (0.5, 2)
+# A float without a default gets 0.5, not 1.0: a factor of 1 hides a backward that forgets
+# to multiply by it (`grad * f'(x)` where `grad * scale * f'(x)` belongs).
+SCALAR_TYPES = {"int": 1, "float": NUMBERS[0], "bool": True, "str": ""}
 # A list of ints (`int[]` in an op's schema) is most often dims or a shape: [-1] is both.
 LIST_TYPES = {"int[]": (-1,), "float[]": (1.0,), "bool[]": (True,)}
 # An op's schema types, as the annotations above read them (`Tensor?` is a Tensor or None).
@@ -37,9 +42,6 @@ SCALAR_NAMES: dict[str, Any] = {
     "dim": -1, "axis": -1, "keepdim": False, "eps": 1e-5, "inplace": False,
     "min": -1.0, "min_val": -1.0, "lower": -1.0, "max": 1.0, "max_val": 1.0, "upper": 1.0,
 }  # fmt: skip
-# A number forward gets when nothing says which: 0.5 exercises a clamp bound inside the
-# inputs' range; 2 where a fraction gives nan (a power of a negative) or an int is needed.
-NUMBERS = (0.5, 2)
 ELEMENTWISE = (4,)
 LINEAR_INPUT, LINEAR_WEIGHT, LINEAR_BIAS = (2, 4), (3, 4), (3,)
 SQUARE = (3, 3)

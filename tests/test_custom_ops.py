@@ -338,7 +338,7 @@ def test_the_bundled_custom_op_spec(run_spec, find, only):
 def test_zero_config_infers_an_ops_inputs_from_its_schema():
     entry, note = infer_entry(load_target(f"{FIXTURES}:gradverify_tests::mixed"))
     (case,) = entry.spec.cases
-    assert case.inputs[1:] == [1.0, 1, True, [-1]]
+    assert case.inputs[1:] == [0.5, 1, True, [-1]]
     assert case.inputs[0].shape == [4]
     assert "dims: the list [-1] (int[], no default: choose a value)" in note
 
@@ -357,6 +357,17 @@ def test_zero_config_checks_an_op_from_the_command_line(in_repo):
     assert "x: a float64 tensor [4] (Tensor in the op's schema)" in report["notes"][0]
 
 
+def test_zero_config_catches_a_forgotten_float_factor():
+    # a float argument inferred as 1.0 would make `grad * cos(x)` right by accident
+    target = load_target(f"{FIXTURES}:gradverify_tests::scale_forgotten")
+    inference = infer(target)
+    assert [(c.name, c.value) for c in inference.choices][1] == ("factor", 0.5)
+    report = verify(target.obj, inference.inputs(), checks=["finite_difference"])
+    (result,) = report.results
+    assert result.status.value == "fail"
+    assert result.input_name == "x"
+
+
 def test_zero_config_keeps_a_schema_default():
     inference = infer(load_target(f"{FIXTURES}:scale"))
     assert [(c.name, c.kind, c.value) for c in inference.choices] == [
@@ -370,7 +381,7 @@ def test_init_writes_an_ops_starter_spec(tmp_path):
     assert starter.path.name == "mixed.yaml"
     inputs = starter.text.split("inputs:\n", 1)[1].splitlines()
     assert [line.split("#")[0].strip() for line in inputs] == [
-        "- {shape: [4], low: -1.0, high: 1.0}", "- 1.0", "- 1", "- true", "- [-1]",
+        "- {shape: [4], low: -1.0, high: 1.0}", "- 0.5", "- 1", "- true", "- [-1]",
     ]  # fmt: skip
     assert [line.split("# ")[1] for line in inputs] == [
         "x: a tensor (Tensor in the op's schema)",

@@ -144,6 +144,25 @@ def _(info: Any, in_dims: tuple[int | None], x: torch.Tensor) -> tuple[torch.Ten
 sin_wrong_vmap.register_autograd(_sin_backward, setup_context=_save_x)
 
 
+@torch.library.custom_op("gradverify_tests::scale_forgotten", mutates_args=())
+def scale_forgotten(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """factor * sin(x). Bug: backward forgets the factor (right only where factor is 1)."""
+    return factor * x.sin()
+
+
+@scale_forgotten.register_fake
+def _(x: torch.Tensor, factor: float) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _scale_forgotten_backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+    (x,) = ctx.saved_tensors
+    return grad * x.cos(), None
+
+
+scale_forgotten.register_autograd(_scale_forgotten_backward, setup_context=_save_x)
+
+
 @torch.library.custom_op("gradverify_tests::cube_wrong_backward", mutates_args=())
 def cube_wrong_backward(x: torch.Tensor) -> torch.Tensor:
     """x**3 whose backward forgets the factor 3."""
