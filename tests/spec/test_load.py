@@ -101,7 +101,10 @@ def test_unknown_top_level_key_suggests_nothing_when_nothing_is_close() -> None:
     (issue,) = caught.value.issues
     assert issue.key_path == "zzzzzz"
     assert "did you mean" not in issue.message
-    assert "valid keys: cases, checks, expected_gradient, extra_checks, gradient, kinks," in issue.message
+    assert (
+        "valid keys: cases, checks, expected_gradient, extra_checks, gradient, kinks,"
+        in issue.message
+    )
 
 
 def test_every_problem_is_reported_not_only_the_first() -> None:
