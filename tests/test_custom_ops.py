@@ -366,6 +366,9 @@ def test_zero_config_catches_a_forgotten_float_factor():
     (result,) = report.results
     assert result.status.value == "fail"
     assert result.input_name == "x"
+    # named after the argument equal to the factor, not "a division by 2 too many"
+    assert "likely backward forgets to multiply by factor" in result.hint
+    assert "factor = 0.5" in result.hint
 
 
 def test_zero_config_keeps_a_schema_default():

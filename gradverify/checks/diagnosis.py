@@ -8,7 +8,7 @@ surrogate gradient also makes (a reversed sign, clipping) say how to declare one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 import torch
@@ -34,6 +34,7 @@ def diagnose(
     linearity: Callable[[], bool | None] | None = None,
     excused: torch.Tensor | None = None,
     pairs: bool = False,
+    numbers: Mapping[str, float] | None = None,
 ) -> str | None:
     """A plain-words hint for a mismatching Jacobian block [rows, argument elements].
 
@@ -43,6 +44,8 @@ def diagnose(
     subgradient) are neither right nor wrong evidence. `pairs`: complex values seen as
     (real, imaginary) pairs (`complex_parts.py`), whose real Jacobian transposed is no
     transposed matrix in backward (that would want `.mH`): no transposition hints then.
+    `numbers`: forward's number arguments by name; a constant factor equal to one of them
+    (or its inverse) is named after it.
     """
     if not off.any() or analytical.is_complex() or numerical.is_complex():
         return None
@@ -71,7 +74,7 @@ def diagnose(
             "the gradient has the opposite sign everywhere: likely a flipped sign in backward; "
             f"if that is on purpose (a gradient-reversal layer), {SURROGATE}"
         )
-    scaled = _scaled(analytical, numerical, off, atol, rtol, linear)
+    scaled = _scaled(analytical, numerical, off, atol, rtol, linear, numbers or {})
     if scaled is not None:
         return scaled
     square = analytical.shape[0] == analytical.shape[1]
@@ -111,6 +114,7 @@ def _scaled(
     atol: float,
     rtol: float,
     linear: Callable[[], bool | None],
+    numbers: Mapping[str, float],
 ) -> str | None:
     """A constant factor or a clip level, whichever the errors and backward's linearity show.
 
@@ -123,11 +127,13 @@ def _scaled(
         verdict = linear()
         if verdict is None:
             return None  # either would be a guess
-        return _describe_factor(factor) if verdict else _describe_clip(level, nonlinear=True)
+        return (
+            _describe_factor(factor, numbers) if verdict else _describe_clip(level, nonlinear=True)
+        )
     if level is not None and linear() is not True:
         return _describe_clip(level, nonlinear=linear() is False)
     if factor is not None and linear() is not False:
-        return _describe_factor(factor)
+        return _describe_factor(factor, numbers)
     return None
 
 
@@ -180,14 +186,37 @@ def _describe_clip(level: float, nonlinear: bool) -> str:
     )
 
 
-def _describe_factor(factor: float) -> str:
-    hint = _factor_cause(factor)
+def _describe_factor(factor: float, numbers: Mapping[str, float]) -> str:
+    hint = _argument_factor(factor, numbers) or _factor_cause(factor)
     if factor < 0:
         hint += (
             f"; if the reversed sign is on purpose (a gradient-reversal layer with λ = "
             f"{_fraction(abs(factor))}), {SURROGATE}"
         )
     return hint
+
+
+def _argument_factor(factor: float, numbers: Mapping[str, float]) -> str | None:
+    """The cause when the factor is a number argument of forward (or its inverse): a zero-config
+    `scale` of 0.5 makes a forgotten `* scale` look like a division by 2 too many."""
+    sign, minus = ("and the opposite sign ", "-") if factor < 0 else ("", "")
+    magnitude = abs(factor)
+    for name, value in numbers.items():
+        if value == 0 or abs(abs(value) - 1) < 1e-3:
+            continue  # no factor to forget
+        if abs(magnitude * abs(value) - 1) <= 1e-3:
+            return (
+                f"off by a constant factor {_fraction(magnitude)} {sign}(analytical = "
+                f"{minus}numerical / {name}, {name} = {value:g}): likely backward forgets to "
+                f"multiply by {name}"
+            )
+        if abs(magnitude / abs(value) - 1) <= 1e-3:
+            return (
+                f"off by a constant factor {_fraction(magnitude)} {sign}(analytical = {minus}{name} "
+                f"× numerical, {name} = {value:g}): likely backward multiplies by {name} where "
+                "forward does not, or forgets to divide by it"
+            )
+    return None
 
 
 def _factor_cause(factor: float) -> str:

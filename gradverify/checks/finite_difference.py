@@ -247,9 +247,14 @@ def mismatch_failure(
         excused = excused_mask([k for k in kinks if k.admitted], analytical.shape)
         # A pair's values are no single variable to cut at, nor a matrix to transpose.
         plain = None if index in parts.columns else argument
+        numbers = {
+            context.target.argument_name(i) or f"argument {i}": float(value)
+            for i, value in enumerate(context.arguments)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+        }
         hint = diagnose(
             analytical, numerical, comparison.off, plain, name, tol.atol, tol.rtol, linearity,
-            excused, pairs=parts.any,
+            excused, pairs=parts.any, numbers=numbers,
         )  # fmt: skip
     where = element_words(element)
     user_shape = parts.shape(index, argument.shape)
