@@ -3,16 +3,20 @@ file, line and the limit hit (exit 2 at the CLI), quickly, never a hang or a tra
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gradverify.config import ConfigError, load_config
 from gradverify.errors import SpecError, SpecIssue
 from gradverify.spec import limits, load_spec_file, parse_spec
+from gradverify.spec import load as load_module
+from gradverify.spec.yamlnodes import BASE_LOADERS, load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADVERIFY = Path(sys.executable).parent / "gradverify"
@@ -51,11 +55,20 @@ def only_issue(text: str, file: str = "hostile.yaml") -> SpecIssue:
     return caught.value.issues[0]
 
 
+@pytest.fixture(params=BASE_LOADERS, ids=lambda base: base.__name__)
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type[Any]:
+    """Each YAML reader PyYAML offers (libyaml's and pure Python): the caps are ours on both."""
+    base: type[Any] = request.param
+    monkeypatch.setattr(load_module, "load_yaml", functools.partial(load_yaml, base=base))
+    return base
+
+
+@pytest.mark.usefixtures("reader")
 @pytest.mark.parametrize(
     ("text", "line", "limit"),
     [
         (alias_bomb(), 2, limits.ALIASES),  # where the expansion passed the cap: inside a0
-        (merge_bomb(), 5, limits.ALIASES),
+        (merge_bomb(), 6, limits.ALIASES),  # m5 merges 9 x 9^4 pairs: 59,049 > 50,000
         ("a: &a [*a]\n", 1, limits.DEPTH),  # an anchor inside itself
         (deep_sequence(5000), 3, limits.DEPTH),
         (deep_mapping(5000), 2, limits.DEPTH),
@@ -70,6 +83,28 @@ def test_a_capped_document_names_line_and_limit(text: str, line: int, limit: lim
     assert (issue.file, issue.line) == ("hostile.yaml", line)
     assert limit.describe() in issue.message
     assert f"{limit.name} limit" in issue.render()
+
+
+def test_brackets_inside_values_are_not_nesting(reader: type[Any]) -> None:
+    # A quoted value, and a plain one, holding more brackets than the depth cap allows.
+    brackets = "[" * (limits.MAX_DEPTH + 10)
+    text = f"quoted: '{brackets}'\nplain: a{brackets}\nafter: [1, [2]]\n"
+
+    loaded = load_yaml(text, base=reader)
+
+    assert loaded.data == {"quoted": brackets, "plain": f"a{brackets}", "after": [1, [2]]}
+
+
+@pytest.mark.usefixtures("reader")
+def test_a_nest_past_libyamls_own_limit_stops_at_ours() -> None:
+    # libyaml refuses flow nests of 1,000 levels itself, and pure Python scans all of them
+    # before composing: both must answer with gradverify's cap, on the line of the bracket.
+    text = "target: x:Y\ncases:\n  - name: c\n    inputs: " + "[\n" * 3000 + "]" * 3000 + "\n"
+
+    issue = only_issue(text)
+
+    assert limits.DEPTH.describe() in issue.message
+    assert issue.line == 4 + limits.MAX_DEPTH - 3  # the bracket past the cap (3 levels above)
 
 
 def test_depth_within_the_cap_loads() -> None:
