@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from gradverify.errors import SpecError, SpecIssue
 from gradverify.results import Report, Result, Status
 from gradverify.spec.load import SpecEntry, format_key_path
+from gradverify.spec.messages import plain_message
 from gradverify.spec.models import INPUT_TAGS, FunctionSpec, Tolerance
 
 CASE_NAME = "verify"
@@ -159,5 +160,5 @@ def _issue(error: Any) -> SpecIssue:
     if error["type"] == "extra_forbidden":
         message = f"unknown key {path[-1]!r}"
     else:
-        message = str(error["msg"]).removeprefix("Value error, ")
+        message = plain_message(error, path)
     return SpecIssue(_WHERE, None, None, format_key_path(path), message)

@@ -90,7 +90,7 @@ def test_arguments_a_spec_would_reject_raise_spec_errors() -> None:
     message = raised.value.render()
     assert "gradverify.verify(): inputs[0].shap: unknown key 'shap'" in message
     assert "gradverify.verify(): tolerance.atl: unknown key 'atl'" in message
-    assert "gradverify.verify(): checks[0]: Input should be 'lint'" in message
+    assert "gradverify.verify(): checks[0]: an item of `checks:` must be one of 'lint'" in message
     with pytest.raises(SpecError, match="max_error` belongs to `gradient: approximate"):
         gradverify.verify(Swish, [{"shape": [3]}, {"shape": []}], max_error=0.1)
     with pytest.raises(TypeError, match="not an import path"):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from gradverify.errors import SpecError, SpecIssue
 from gradverify.spec import limits
+from gradverify.spec.messages import plain_message
 from gradverify.spec.models import CHECK_IDS, INPUT_TAGS, FunctionSpec, MultiSpec
 from gradverify.spec.suggest import did_you_mean
 from gradverify.spec.yamlnodes import KeyPath, LimitError, LoadedYaml, load_yaml
@@ -65,9 +66,7 @@ def parse_spec(text: str, file: str) -> list[SpecEntry]:
         message = f"{exc.problem}: {exc.limit.describe()}"
         raise SpecError([SpecIssue(file, line, column, "", message)]) from None
     except yaml.MarkedYAMLError as exc:
-        line, column = _mark_position(exc.problem_mark or exc.context_mark)
-        problem = " ".join(filter(None, [exc.context, exc.problem]))
-        raise SpecError([SpecIssue(file, line, column, "", f"invalid YAML: {problem}")]) from None
+        raise SpecError([_syntax_issue(exc, text, file)]) from None
     except yaml.YAMLError as exc:
         raise SpecError([SpecIssue(file, None, None, "", f"invalid YAML: {exc}")]) from None
 
@@ -96,6 +95,52 @@ def parse_spec(text: str, file: str) -> list[SpecEntry]:
 
 def _mark_position(mark: yaml.Mark | None) -> tuple[int | None, int | None]:
     return (mark.line + 1, mark.column + 1) if mark else (None, None)
+
+
+# What the reader was inside when it gave up, for the openers a document can leave unclosed.
+_OPENERS = {"flow sequence": "`[`", "flow mapping": "`{`", "quoted scalar": "quote"}
+
+
+def _syntax_issue(exc: yaml.MarkedYAMLError, text: str, file: str) -> SpecIssue:
+    """A YAML syntax error placed where the author must look, in words of our own.
+
+    A tab is named as a tab, and an unclosed bracket or quote is placed at its opening, not
+    at the line where the reader noticed (often the next case, a line or more further on).
+    """
+    problem_mark = exc.problem_mark or exc.context_mark
+    tab = _tab_near(text, problem_mark)
+    if tab is not None:
+        message = "invalid YAML: a tab character; YAML indents with spaces, never tabs"
+        return SpecIssue(file, tab[0], tab[1], "", message)
+    context = exc.context or ""
+    for kind, opener in _OPENERS.items():
+        if kind in context and exc.context_mark is not None and problem_mark is not None:
+            line, column = _mark_position(exc.context_mark)
+            noticed = f"line {problem_mark.line + 1}, column {problem_mark.column + 1}"
+            message = (
+                f"invalid YAML: the {opener} opened here is never closed "
+                f"(the reader gave up at {noticed})"
+            )
+            return SpecIssue(file, line, column, "", message)
+    line, column = _mark_position(problem_mark)
+    problem = " ".join(filter(None, [exc.context, exc.problem]))
+    return SpecIssue(file, line, column, "", f"invalid YAML: {problem}")
+
+
+def _tab_near(text: str, mark: yaml.Mark | None) -> tuple[int, int] | None:
+    """(line, column) of a tab in the indentation of, or at, the line the reader stopped on."""
+    if mark is None:
+        return None
+    lines = text.split("\n")
+    if mark.line >= len(lines):
+        return None
+    line = lines[mark.line]
+    indentation = line[: len(line) - len(line.lstrip(" \t"))]
+    if "\t" in indentation:
+        return mark.line + 1, indentation.index("\t") + 1
+    if line[mark.column : mark.column + 1] == "\t":
+        return mark.line + 1, mark.column + 1
+    return None
 
 
 def _entry(spec: FunctionSpec, file: str, loaded: LoadedYaml, path: KeyPath) -> SpecEntry:
@@ -160,9 +205,8 @@ def _message(model: type[BaseModel], error: Any, path: KeyPath) -> str:
         return f"missing required key {path[-1]!r}"
     if kind == "literal_error" and isinstance(error.get("input"), str):
         choices = CHECK_IDS if {"checks", "extra_checks"} & set(path) else ()
-        return f"{error['msg']}{did_you_mean(error['input'], choices)}"
-    message = str(error["msg"])
-    return message.removeprefix("Value error, ")
+        return f"{plain_message(error, path)}{did_you_mean(error['input'], choices)}"
+    return plain_message(error, path)
 
 
 def _valid_keys(root: type[BaseModel], path: KeyPath) -> set[str]:

@@ -47,7 +47,7 @@ INVALID_SPECS = [
         "functions[1].cases[0].inputs[1].dtyp",
         "did you mean 'dtype'?",
     ),
-    ("syntax_error.yaml", 5, 3, "", "invalid YAML"),
+    ("syntax_error.yaml", 4, 13, "", "the `[` opened here is never closed"),
     ("duplicate_key.yaml", 5, 5, "", "duplicate key 'name'"),
     ("empty.yaml", 1, 1, "", "found an empty file"),
     ("top_level_list.yaml", 1, 1, "", "found a list"),
@@ -333,3 +333,27 @@ def test_empty_functions_list_is_refused() -> None:
         parse_spec("functions: []\n", "s.yaml")
 
     assert caught.value.issues[0].key_path == "functions"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "expected"),
+    [
+        ("target: x:Y\ncases: []\n", 2, 1, "`cases:` is empty: give at least one case"),
+        ("target: x:Y\ncases:\n\t- name: a\n", 3, 1, "a tab character; YAML indents with spaces"),
+        ("target: x:Y\ncases:\n  - name: a\n\t  inputs: []\n", 4, 1, "a tab character"),
+        ("target: 'x:Y\ncases: []\n", 1, 9, "the quote opened here is never closed"),
+        ("target: 3\ncases: []\n", 1, 1, "`target:` must be text, found the number 3"),
+        ("target: x:Y\nseed: abc\ncases: []\n", 2, 1, "`seed:` must be a whole number"),
+        ("target: x:Y\ncases: {a: 1}\n", 2, 1, "`cases:` must be a list, found a mapping"),
+    ],
+    ids=["empty_cases", "tab", "tab_after_spaces", "unclosed_quote", "number", "seed", "mapping"],
+)
+def test_messages_speak_gradverifys_words(text: str, line: int, column: int, expected: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(text, "words.yaml")
+
+    issue = next(issue for issue in caught.value.issues if issue.line == line)
+    assert issue.column == column
+    assert expected in issue.message
+    for leaked in ("Input should", "after validation", "cannot start any token"):
+        assert all(leaked not in issue.message for issue in caught.value.issues)
