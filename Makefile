@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # torch range is already met and pip never downloads a CUDA build.
 TORCH_CPU := torch==2.13.0
 
-.PHONY: demo test lint install install-dev clean
+.PHONY: demo test test-lowest lint install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,20 @@ test: install-dev
 	$(BIN)/mypy
 	$(BIN)/pytest -q -n 2
 
+# The same suite on the lowest versions pyproject admits (.ci/lowest.py pins each direct
+# dependency to its lower bound; torch stays the CPU build above), in a venv of its own.
+LOWEST := .venv-lowest
+$(LOWEST)/.installed: pyproject.toml .ci/lowest.py
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LOWEST)/bin/pip install --quiet $(TORCH_CPU)
+	$(PYTHON) .ci/lowest.py > $(LOWEST)/constraints.txt
+	$(LOWEST)/bin/pip install --quiet -c $(LOWEST)/constraints.txt -e '.[dev]'
+	touch $@
+
+test-lowest: $(LOWEST)/.installed
+	$(LOWEST)/bin/pytest -q -n 2
+
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -46,4 +60,4 @@ lint: install-dev
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .gradverify_cache
+	rm -rf $(VENV) $(LOWEST) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .gradverify_cache
