@@ -26,7 +26,7 @@ RULE_ID = re.compile(r"GV\d{3}")
 HEADER = (
     "# Starter spec written by `gradverify init {target}`: adjust the shapes and",
     "# values to what your Function is for, and add cases (edge values, other shapes,",
-    "# float32) once this one passes. Every key: `gradverify schema`, README 'The spec'.",
+    "# float32) once this one passes. Every key: gradverify's docs/spec.md, or `gradverify schema`.",
 )
 
 
