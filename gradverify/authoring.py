@@ -17,7 +17,7 @@ from gradverify.checks.docs import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
 from gradverify.errors import UsageError
 from gradverify.inference import Inference, infer
 from gradverify.inferred_spec import file_name, spec_text
-from gradverify.results import Report, Status
+from gradverify.results import Report, Result, Status
 from gradverify.spec.models import CHECK_IDS, DTYPE_NAMES, MultiSpec
 from gradverify.spec.suggest import did_you_mean
 
@@ -26,7 +26,7 @@ RULE_ID = re.compile(r"GV\d{3}")
 HEADER = (
     "# Starter spec written by `gradverify init {target}`: adjust the shapes and",
     "# values to what your Function is for, and add cases (edge values, other shapes,",
-    "# float32) once this one passes. Every key: `gradverify schema`, README 'The spec'.",
+    "# float32) once this one passes. Every key: gradverify's docs/spec.md, or `gradverify schema`.",
 )
 
 
@@ -92,9 +92,11 @@ def _advice(report: Report | None, path: Path, inference: Inference) -> list[str
         return [f"run it with `gradverify check {path}`"]
     failed = [result for result in report.results if result.status is Status.FAIL]
     if not failed:
+        warnings = report.summary.warnings
+        passes = f"passes with {warnings} warning(s), shown above" if warnings else "passes"
         return [
-            f"{path} passes. Now make it yours: shapes and value ranges your Function is used "
-            "with, a case at each edge (zeros, kinks with `kinks:`), and a float32 case.",
+            f"{path} {passes}. Now make it yours: shapes and value ranges your Function is "
+            "used with, a case at each edge (zeros, kinks with `kinks:`), and a float32 case.",
         ]
     advice = []
     checks = sorted({result.check for result in failed}, key=CHECK_IDS.index)
@@ -107,17 +109,41 @@ def _advice(report: Report | None, path: Path, inference: Inference) -> list[str
             "names the bug."
         )
     numerical = [c for c in checks if c not in crashed]
-    if numerical:
+    unexplained = _unexplained(failed)
+    diagnosed = [c for c in numerical if c not in unexplained]
+    if diagnosed:
+        # The hint is the diagnosis: a spec key that would only hide the bug it names is no
+        # advice. A hint says itself when the pattern may be on purpose (a surrogate).
+        intended = any("on purpose" in (r.hint or "") for r in failed if r.check in diagnosed)
         advice.append(
-            f"{', '.join(numerical)} failed: either backward is wrong (the report names the "
-            "element and the likely cause) or the spec needs `kinks:`, `gradient: surrogate` "
-            "or looser `tolerance`."
+            f"{', '.join(diagnosed)} failed, and the report above names the likely cause: "
+            "fix backward where it points"
+            + ("; if what it names is on purpose, declare it as it says." if intended else ".")
+        )
+    undiagnosed = [c for c in numerical if c in unexplained]
+    if undiagnosed:
+        advice.append(
+            f"{', '.join(undiagnosed)} failed with no diagnosed cause: likely backward is "
+            "wrong at the element the report names. Change the spec instead only if that "
+            "element is a point where the Function is not differentiable (`kinks:`), backward "
+            "is on purpose not the derivative (`gradient: surrogate`), or the error is float "
+            "rounding (a looser `tolerance`)."
         )
     advice.append(
         "For what a check verifies and how to fix it: "
         + ", ".join(f"`gradverify explain {check}`" for check in checks)
     )
     return advice
+
+
+def _unexplained(failed: list[Result]) -> set[str]:
+    """The checks with a failure that no hint explains, its own or the finding it repeats."""
+    hinted = {(r.target, r.case, r.check) for r in failed if r.hint}
+    return {
+        r.check
+        for r in failed
+        if not r.hint and (r.same_as is None or (r.target, r.case, r.same_as) not in hinted)
+    }
 
 
 # --- schema -----------------------------------------------------------------------------

@@ -317,7 +317,8 @@ def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
     typer.echo(f"wrote {starter.path}:\n")
     typer.echo(starter.text)
     if starter.report is not None:
-        render_options = RenderOptions(color=_use_color(), width=_width(), quiet=True)
+        # As `check` shows it: a warning the summary counts is shown too.
+        render_options = RenderOptions(color=_use_color(), width=_width())
         sys.stdout.write(FORMATS["text"](starter.report, render_options))
     for line in starter.advice:
         typer.echo(f"\n{line}")

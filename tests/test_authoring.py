@@ -399,7 +399,7 @@ def test_init_on_a_wrong_backward_says_what_to_look_at(module):
     result = init(f"{name}:Cube")
     assert result.exit_code == ExitCode.FAILED, result.output
     assert Path("specs/cube.yaml").is_file()
-    assert "finite_difference, gradcheck failed: either backward is wrong" in result.stdout
+    assert "finite_difference, gradcheck failed, and the report above names" in result.stdout
     assert "`gradverify explain finite_difference`" in result.stdout
 
 

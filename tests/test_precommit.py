@@ -1,12 +1,12 @@
 """The pre-commit hook, end to end with the real `pre-commit` and real git repositories.
 
-`pre-commit try-repo REPO` reads the hook definition at REPO's HEAD commit (plus staged and
-tracked changes). So that these tests check the `.pre-commit-hooks.yaml` of the working
-tree, committed or not, they copy it into a fresh git repository (the "hook repository",
-tagged v0.1.0 as the README's snippet pins) and point pre-commit at that; once it is
-committed, `pre-commit try-repo <this repository> gradverify --files ...` does the same.
-The hook is `language: system`, so it runs the `gradverify` found on PATH: this
-environment's, put first on PATH here.
+The README's `.pre-commit-config.yaml` (a `repo: local` hook) is written into a user's
+project exactly as printed, and run with `pre-commit run` and through `git commit`.
+The remote form in docs/integrations.md (`repo:` a fork or mirror of gradverify, `rev:` a
+tag pushed there) is run against a fresh git repository holding this working tree's
+`.pre-commit-hooks.yaml`, tagged, so that the hook definition is checked whether committed
+or not; `pre-commit try-repo` points at that repository too. The hook is `language: system`,
+so it runs the `gradverify` found on PATH: this environment's, put first on PATH here.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -71,21 +72,24 @@ def git(cwd: Path, env: dict[str, str], *arguments: str) -> None:
     subprocess.run(["git", *arguments], cwd=cwd, env=env, check=True, capture_output=True)
 
 
+TAG = "v-test-1"  # any tag pushed to the hook repository
+
+
 @pytest.fixture(scope="module")
 def hook_repository(tmp_path_factory: pytest.TempPathFactory, environment) -> Path:
-    """A git repository holding this working tree's .pre-commit-hooks.yaml, tagged v0.1.0."""
+    """A git repository holding this working tree's .pre-commit-hooks.yaml, tagged TAG."""
     repository = tmp_path_factory.mktemp("hook-repository")
     shutil.copy(ROOT / ".pre-commit-hooks.yaml", repository / ".pre-commit-hooks.yaml")
     git(repository, environment, "init", "-q")
     git(repository, environment, "add", ".pre-commit-hooks.yaml")
     git(repository, environment, "commit", "-q", "-m", "the gradverify hook")
-    git(repository, environment, "tag", "v0.1.0")
+    git(repository, environment, "tag", TAG)
     return repository
 
 
 @pytest.fixture
-def user_repository(tmp_path: Path, environment, hook_repository) -> Path:
-    """A user's project: a Function, its spec, a pre-commit config and a CI workflow."""
+def user_repository(tmp_path: Path, environment) -> Path:
+    """A user's project: a Function, its spec, the README's pre-commit config, a CI workflow."""
     (tmp_path / "ops").mkdir()
     (tmp_path / "ops" / "__init__.py").write_text("", encoding="utf-8")
     (tmp_path / "ops" / "double.py").write_text(DOUBLE.format(factor=2), encoding="utf-8")
@@ -96,23 +100,37 @@ def user_repository(tmp_path: Path, environment, hook_repository) -> Path:
     (tmp_path / ".github" / "workflows" / "ci.yml").write_text("on: push\n", encoding="utf-8")
     # One worker: the hook's run stays light on a test machine.
     (tmp_path / "pyproject.toml").write_text("[tool.gradverify]\njobs = 1\n", encoding="utf-8")
-    (tmp_path / ".pre-commit-config.yaml").write_text(
-        readme_config(str(hook_repository)), encoding="utf-8"
-    )
+    (tmp_path / ".pre-commit-config.yaml").write_text(readme_config(), encoding="utf-8")
     git(tmp_path, environment, "init", "-q")
     git(tmp_path, environment, "add", ".")
     git(tmp_path, environment, "commit", "-q", "-m", "a project")
     return tmp_path
 
 
-def readme_config(repository: str) -> str:
-    """The docs' `.pre-commit-config.yaml` snippet, with `repo:` pointing at `repository`."""
-    readme = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
-    section = readme[readme.index("\n## pre-commit\n") :]
-    snippet = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
-    assert snippet, "docs/integrations.md's pre-commit section has a ```yaml snippet"
-    text, replaced = re.subn(r"(- repo: )\S+", rf"\g<1>{repository}", snippet.group(1))
-    assert replaced == 1
+def yaml_blocks(page: str, heading: str) -> list[str]:
+    """The ```yaml blocks of `page`'s section under `heading`, dedented as they render."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    following = re.search(r"\n#{1,2} ", section[len(heading) :])
+    if following is not None:
+        section = section[: len(heading) + following.start()]
+    blocks = re.findall(r"^( *)```yaml\n(.*?)^ *```", section, re.DOTALL | re.M)
+    return [textwrap.dedent(block) for _, block in blocks]
+
+
+def readme_config() -> str:
+    """The README's `.pre-commit-config.yaml`, exactly as printed."""
+    [config] = yaml_blocks("README.md", "- **pre-commit**")
+    return config
+
+
+def remote_config(repository: str, rev: str) -> str:
+    """docs/integrations.md's remote form, its `<...>` placeholders filled in."""
+    local, remote = yaml_blocks("docs/integrations.md", "\n## pre-commit\n")
+    assert local == readme_config(), "the docs show the README's config first"
+    text, replaced = re.subn(r"(- repo: )<[^>\n]+>", rf"\g<1>{repository}", remote)
+    text, revs = re.subn(r"(rev: )<[^>\n]+>", rf"\g<1>{rev}", text)
+    assert (replaced, revs) == (1, 1), remote
     return text
 
 
@@ -134,13 +152,15 @@ def try_repo(user: Path, hooks: Path, env: dict[str, str], *files: str):
     )
 
 
-def test_pre_commit_accepts_the_hook_and_the_readme_config(tmp_path, environment):
+def test_pre_commit_accepts_the_hook_and_the_docs_configs(tmp_path, environment):
     manifest = pre_commit(ROOT, environment, "validate-manifest", ".pre-commit-hooks.yaml")
     assert manifest.returncode == 0, manifest.stdout + manifest.stderr
-    config = tmp_path / ".pre-commit-config.yaml"
-    config.write_text(readme_config("https://example.invalid/gradverify"), encoding="utf-8")
-    validated = pre_commit(tmp_path, environment, "validate-config", str(config))
-    assert validated.returncode == 0, validated.stdout + validated.stderr
+    configs = {"local": readme_config(), "remote": remote_config("https://example.invalid", TAG)}
+    for name, text in configs.items():
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(text, encoding="utf-8")
+        validated = pre_commit(tmp_path, environment, "validate-config", str(config))
+        assert validated.returncode == 0, (name, validated.stdout + validated.stderr)
 
 
 def test_the_hook_definition():
@@ -151,6 +171,16 @@ def test_the_hook_definition():
     assert hook["pass_filenames"] is True
     assert hook["entry"].split()[:2] == ["gradverify", "check"]
     assert set(hook["types_or"]) == {"python", "yaml"}
+
+
+def test_the_readme_hook_is_the_hook_definition():
+    [repository] = yaml.safe_load(readme_config())["repos"]
+    assert repository["repo"] == "local"  # needs no remote, no rev: works as pasted
+    [local] = repository["hooks"]
+    [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    for key in ("id", "name", "entry", "language", "types_or", "require_serial"):
+        assert local[key] == hook[key], key
+    assert local.get("pass_filenames", True) == hook["pass_filenames"]
 
 
 def test_a_buggy_function_fails_the_hook(user_repository, hook_repository, environment):
@@ -185,29 +215,75 @@ def test_unrelated_changes_run_nothing(user_repository, hook_repository, environ
     assert "0 result(s)" in completed.stdout
 
 
-def test_the_readme_config_on_a_commit(user_repository, environment):
-    """`git commit` through the hook installed from the README's snippet (rev: v0.1.0)."""
-    install = pre_commit(user_repository, environment, "install")
-    assert install.returncode == 0, install.stdout + install.stderr
-    buggy = user_repository / "ops" / "double.py"
-    buggy.write_text(DOUBLE.format(factor=3), encoding="utf-8")
+def run_all_files(repository: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return pre_commit(repository, env, "run", "--all-files", "--verbose")
+
+
+@pytest.mark.parametrize(("factor", "code"), [(2, 0), (3, 1)], ids=["correct", "buggy"])
+def test_the_readme_config_as_printed(user_repository, environment, factor, code):
+    """The README's snippet, pasted as it is: `pre-commit run` needs only the installed
+    gradverify (no remote, no rev), and passes a correct Function and fails a buggy one."""
+    double = user_repository / "ops" / "double.py"
+    double.write_text(DOUBLE.format(factor=factor), encoding="utf-8")
     git(user_repository, environment, "add", "ops/double.py")
-    refused = subprocess.run(
-        ["git", "commit", "-m", "a wrong backward"],
-        cwd=user_repository,
-        env=environment,
+    completed = run_all_files(user_repository, environment)
+    assert completed.returncode == code, completed.stdout + completed.stderr
+    assert re.search(r"gradverify\.+" + ("Passed" if code == 0 else "Failed"), completed.stdout)
+    wrong = "gradient of argument 0 (x) is wrong" in completed.stdout
+    assert wrong == (code == 1)
+
+
+@pytest.mark.parametrize(("factor", "code"), [(2, 0), (3, 1)], ids=["correct", "buggy"])
+def test_the_remote_form_at_a_pushed_tag(
+    user_repository, hook_repository, environment, factor, code
+):
+    """docs/integrations.md's remote form, with `repo:` a mirror and `rev:` a tag in it."""
+    config = user_repository / ".pre-commit-config.yaml"
+    config.write_text(remote_config(str(hook_repository), TAG), encoding="utf-8")
+    double = user_repository / "ops" / "double.py"
+    double.write_text(DOUBLE.format(factor=factor), encoding="utf-8")
+    git(user_repository, environment, "add", ".pre-commit-config.yaml", "ops/double.py")
+    completed = run_all_files(user_repository, environment)
+    assert completed.returncode == code, completed.stdout + completed.stderr
+    assert re.search(r"gradverify\.+" + ("Passed" if code == 0 else "Failed"), completed.stdout)
+
+
+def commit(repository: Path, env: dict[str, str], message: str):
+    return subprocess.run(
+        ["git", "commit", "-m", message],
+        cwd=repository,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert refused.returncode != 0, "the commit of a wrong backward went through"
-    assert "gradient of argument 0 (x) is wrong" in refused.stdout + refused.stderr
-    commits = subprocess.run(
+
+
+def commit_count(repository: Path, env: dict[str, str]) -> int:
+    counted = subprocess.run(
         ["git", "rev-list", "--count", "HEAD"],
-        cwd=user_repository,
-        env=environment,
+        cwd=repository,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
     )
-    assert commits.stdout.strip() == "1"
+    return int(counted.stdout)
+
+
+def test_the_readme_config_on_a_commit(user_repository, environment):
+    """`git commit` through the hook `pre-commit install` sets up from the README's snippet."""
+    install = pre_commit(user_repository, environment, "install")
+    assert install.returncode == 0, install.stdout + install.stderr
+    double = user_repository / "ops" / "double.py"
+    double.write_text(DOUBLE.format(factor=3), encoding="utf-8")
+    git(user_repository, environment, "add", "ops/double.py")
+    refused = commit(user_repository, environment, "a wrong backward")
+    assert refused.returncode != 0, "the commit of a wrong backward went through"
+    assert "gradient of argument 0 (x) is wrong" in refused.stdout + refused.stderr
+    assert commit_count(user_repository, environment) == 1
+    double.write_text(DOUBLE.format(factor=2) + "# fixed\n", encoding="utf-8")
+    git(user_repository, environment, "add", "ops/double.py")
+    accepted = commit(user_repository, environment, "the backward fixed")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert commit_count(user_repository, environment) == 2

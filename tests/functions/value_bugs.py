@@ -91,3 +91,17 @@ class ZeroGradient(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(grad_output)
+
+
+class CubeWithCosineBackward(torch.autograd.Function):
+    """x**3 whose backward is cos(x): a wrong formula that no error pattern names (no hint)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad_output * torch.cos(x)
