@@ -86,7 +86,9 @@ def diagnose(
             f"if that is on purpose (a gradient-reversal layer), {SURROGATE}"
         )
     structural = not pairs
-    flipped = flipped_outputs(analytical, numerical, off, outputs, atol, close) if structural else None
+    flipped = (
+        flipped_outputs(analytical, numerical, off, outputs, atol, close) if structural else None
+    )
     if flipped is not None:
         return flipped
     scaled = _scaled(analytical, numerical, off, atol, rtol, linear, numbers or {})

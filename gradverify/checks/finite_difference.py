@@ -255,8 +255,10 @@ def mismatch_failure(
         indices = {
             context.target.argument_name(i) or f"argument {i}": value
             for i, value in enumerate(context.arguments)
-            if isinstance(value, torch.Tensor) and not value.is_floating_point()
-            and not value.is_complex() and value.dtype != torch.bool
+            if isinstance(value, torch.Tensor)
+            and not value.is_floating_point()
+            and not value.is_complex()
+            and value.dtype != torch.bool
         }
         hint = diagnose(
             analytical, numerical, comparison.off, plain, name, tol.atol, tol.rtol, linearity,

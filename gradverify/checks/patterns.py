@@ -123,9 +123,7 @@ def _linking_axes(jacobian: torch.Tensor, shape: tuple[int, ...], atol: float) -
     return {int(axis) for axis in differs.any(dim=1).nonzero().reshape(-1)}
 
 
-def _axis_argument(
-    numbers: Mapping[str, float], axis: int, rank: int
-) -> tuple[str, float] | None:
+def _axis_argument(numbers: Mapping[str, float], axis: int, rank: int) -> tuple[str, float] | None:
     """forward's integer argument named dim or axis whose value is `axis`, if any."""
     for name, value in numbers.items():
         if name.lower() not in DIM_NAMES and not name.lower().endswith("_dim"):
@@ -195,7 +193,13 @@ def _repeated_rows(
         found = {int(value) for value in coordinates[axis]}
         for key, values in repeats.items():
             if {value % size for value in values if -size <= value < size} == found:
-                what = "elements" if len(shape) == 1 else "rows" if axis == 0 else f"axis-{axis} slices"
+                what = (
+                    "elements"
+                    if len(shape) == 1
+                    else "rows"
+                    if axis == 0
+                    else f"axis-{axis} slices"
+                )
                 listed = ", ".join(str(value) for value in sorted(found))
                 return f"; {what} {listed} of {name}, the values {key} repeats"
     return ""
