@@ -20,6 +20,7 @@ from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.graph import backward_return
 from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.checks.stochastic import run_to_run_spread
+from gradverify.checks.unreduced import summed_by_autograd, unreduced_warning
 from gradverify.inputs import fresh_copies
 from gradverify.results import Result, Status
 
@@ -80,7 +81,15 @@ class BackwardCheck:
         crash = _partial_use_crash(context, self.id, outputs, arguments, snapshots)
         if crash is not None:
             return [crash]
-        return [context.result(self.id, Status.PASS, _summary(first, arguments, spread))]
+        warnings = [
+            unreduced_warning(context, self.id, index, grad, outputs, grad_outputs)
+            for index, (argument, grad) in enumerate(zip(arguments, first, strict=False))
+            if isinstance(grad, torch.Tensor) and isinstance(argument, torch.Tensor)
+            and argument.requires_grad and summed_by_autograd(grad, argument)
+        ]  # fmt: skip
+        return warnings or [
+            context.result(self.id, Status.PASS, _summary(first, arguments, spread))
+        ]
 
 
 # What torch's autograd engine (validate_outputs) raises for an op's registered backward that
@@ -245,8 +254,8 @@ def _malformed(
                 f"backward returned a tensor gradient for {describe}, which is a {type(argument).__name__}, not a tensor",
                 "return None for arguments that are not tensors",
             )
-        elif not argument.requires_grad:
-            continue
+        elif not argument.requires_grad or summed_by_autograd(grad, argument):
+            continue  # autograd sums a broadcast gradient back: a warning, once all else passes
         elif grad.shape != argument.shape:
             fail(
                 f"gradient of {describe} has shape {list(grad.shape)}, but the argument has shape {list(argument.shape)}",

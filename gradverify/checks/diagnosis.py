@@ -13,6 +13,13 @@ from fractions import Fraction
 
 import torch
 
+from gradverify.checks.patterns import (
+    OutputShapes,
+    flipped_outputs,
+    repeated_indices,
+    wrong_axis,
+)
+
 # Hints only on this much evidence: entries a pattern is seen on, and how much better than
 # the tolerance the pattern explains them.
 MIN_ENTRIES = 3
@@ -35,6 +42,8 @@ def diagnose(
     excused: torch.Tensor | None = None,
     pairs: bool = False,
     numbers: Mapping[str, float] | None = None,
+    outputs: OutputShapes = (),
+    indices: Mapping[str, torch.Tensor] | None = None,
 ) -> str | None:
     """A plain-words hint for a mismatching Jacobian block [rows, argument elements].
 
@@ -45,7 +54,9 @@ def diagnose(
     (real, imaginary) pairs (`complex_parts.py`), whose real Jacobian transposed is no
     transposed matrix in backward (that would want `.mH`): no transposition hints then.
     `numbers`: forward's number arguments by name; a constant factor equal to one of them
-    (or its inverse) is named after it.
+    (or its inverse) is named after it. `outputs`: (output index, shape) of the rows, in order,
+    for hints per output and along axes; `indices`: forward's integer tensor arguments by name,
+    for repeated indices (`checks/patterns.py`).
     """
     if not off.any() or analytical.is_complex() or numerical.is_complex():
         return None
@@ -74,6 +85,12 @@ def diagnose(
             "the gradient has the opposite sign everywhere: likely a flipped sign in backward; "
             f"if that is on purpose (a gradient-reversal layer), {SURROGATE}"
         )
+    structural = not pairs
+    flipped = (
+        flipped_outputs(analytical, numerical, off, outputs, atol, close) if structural else None
+    )
+    if flipped is not None:
+        return flipped
     scaled = _scaled(analytical, numerical, off, atol, rtol, linear, numbers or {})
     if scaled is not None:
         return scaled
@@ -92,6 +109,13 @@ def diagnose(
         region = _region(analytical, numerical, off, argument, argument_name, atol, rtol, excused)
         if region is not None:
             return region
+    if structural:
+        axis = wrong_axis(analytical, numerical, argument, outputs, numbers or {}, atol)
+        repeated = repeated_indices(
+            analytical, numerical, off, argument, argument_name, indices or {}, atol, close
+        )
+        if axis is not None or repeated is not None:
+            return axis or repeated
     zero_where_not = off & (analytical.abs() <= atol)
     if bool((zero_where_not == off).all().item()):
         return (

@@ -252,9 +252,19 @@ def mismatch_failure(
             for i, value in enumerate(context.arguments)
             if isinstance(value, int | float) and not isinstance(value, bool)
         }
+        indices = {
+            context.target.argument_name(i) or f"argument {i}": value
+            for i, value in enumerate(context.arguments)
+            if isinstance(value, torch.Tensor)
+            and not value.is_floating_point()
+            and not value.is_complex()
+            and value.dtype != torch.bool
+        }
         hint = diagnose(
             analytical, numerical, comparison.off, plain, name, tol.atol, tol.rtol, linearity,
             excused, pairs=parts.any, numbers=numbers,
+            outputs=tuple(zip(blocks.layout.indices, blocks.layout.shapes, strict=True)),
+            indices=indices,
         )  # fmt: skip
     where = element_words(element)
     user_shape = parts.shape(index, argument.shape)

@@ -2,7 +2,8 @@
 
 Each hint of the report has a Function here where it must appear and one where it must not:
 shape bugs (expand vs sum back), surrogate gradients declared nowhere, constant factors,
-masks vs noise, placeholder jvps, nondeterminism.
+masks vs noise, placeholder jvps, nondeterminism. The structural ones (a sign per output, a
+hard-coded axis, repeated indices) are in tests/functions/structure_hints.py.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class ColumnSumForgotExpand(torch.autograd.Function):
 
 
 class BiasAddForgotSum(torch.autograd.Function):
-    """y = x + b, x [3, 4], b [4]; bug: b's gradient is not summed over the broadcast rows."""
+    """y = x + b, x [3, 4], b [4]; backward does not sum b's gradient over the broadcast rows,
+    which autograd then does (a warning: the gradient autograd delivers is right)."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
