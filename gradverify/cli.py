@@ -238,7 +238,7 @@ def _check(
     if scope.jobs is None and config.settings.jobs is not None:
         options = replace(options, jobs=config.settings.jobs)
     work = resolve(paths, config.spec_paths, scope.all_files, scope.changed_files)
-    plan = make_plan(work.arguments, spec) if work.arguments else Plan()
+    plan = make_plan(work.arguments, spec, config.spec_paths) if work.arguments else Plan()
     entries = [*plan.entries, *work.entries]
     notes = [note for note in (config.note, *work.notes) if note]
     for entry, note in session.infer_entries(plan.bare_targets, options):
