@@ -304,6 +304,7 @@ def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
     from pathlib import Path
 
     from gradverify import authoring, session
+    from gradverify.config import load_config
     from gradverify.report import FORMATS, RenderOptions
     from gradverify.results import Report
     from gradverify.session import RunOptions
@@ -313,7 +314,8 @@ def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
         options = RunOptions(isolation=isolation, cache=False)
         return session.run(load_spec_file(path), options)
 
-    starter = authoring.init(target, Path(output) if output else None, force, trial)
+    spec_paths = load_config(formats=[choice.value for choice in OutputFormat]).spec_paths
+    starter = authoring.init(target, Path(output) if output else None, force, trial, spec_paths)
     typer.echo(f"wrote {starter.path}:\n")
     typer.echo(starter.text)
     if starter.report is not None:
