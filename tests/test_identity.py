@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,9 @@ from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
 from gradverify.spec.identity import TargetIdentity, canonical, identify
 
-PACKAGE = f"gvid_{uuid.uuid4().hex[:8]}"  # fresh: modules and ops stay registered across tests
+# Imported (its ops registered) once per process, from the module's one project; a fixed name
+# keeps test ids alike in every pytest-xdist worker.
+PACKAGE = "gvidentity"
 
 OPS = f"""\
 import math
