@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 HELD = {"torch"}  # installed by the Makefile, the same in both jobs
 LOWER_BOUND = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*(?:[^;]*?)>=\s*([0-9][^,;\s]*)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,13 @@ from gradverify.errors import UsageError
 from gradverify.inference import Inference, infer
 from gradverify.inferred_spec import file_name, spec_text
 from gradverify.results import Report, Result, Status
+from gradverify.spec.discover import (
+    DEFAULT_SPEC_DIR,
+    find_specs_for_identity,
+    find_specs_for_target,
+)
+from gradverify.spec.identity import canonical
+from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import CHECK_IDS, DTYPE_NAMES, MultiSpec
 from gradverify.spec.suggest import did_you_mean
 
@@ -53,14 +60,21 @@ def init(
     output: Path | None = None,
     force: bool = False,
     run: Callable[[Path], Report] | None = None,
+    spec_paths: Sequence[str] = (DEFAULT_SPEC_DIR,),
 ) -> Starter:
     """Write a starter spec for `target_spec` and try it with `run` (None: do not run it).
 
     The inputs are zero-config `check`'s (gradverify.inference), and so is the file name.
+    A spec in `spec_paths` that names the same target, however spelled, stops it (unless
+    `force`): read from source first, then by what loading the target shows.
     """
     from gradverify.target import load_target
 
+    if not force:
+        _refuse_duplicate(target_spec, find_specs_for_target(target_spec, spec_paths))
     target = load_target(target_spec)
+    if not force:
+        _refuse_duplicate(target_spec, find_specs_for_identity(target.identity, spec_paths))
     path = output or Path("specs") / file_name(target_spec)
     if path.exists() and not force:
         raise UsageError(
@@ -79,6 +93,19 @@ def init(
         return Starter(path, text, None, advice, inference)
     report = run(path) if run is not None else None
     return Starter(path, text, report, _advice(report, path, inference), inference)
+
+
+def _refuse_duplicate(target_spec: str, existing: list[SpecEntry]) -> None:
+    """A UsageError pointing at the spec that already names the target, if there is one."""
+    if not existing:
+        return
+    entry = existing[0]
+    where = f"{entry.file}:{entry.line}" if entry.line else str(entry.file)
+    raise UsageError(
+        f"{where} already has a spec for {canonical(target_spec)} (`target: "
+        f"{entry.spec.target}`): check it with `gradverify check {entry.file}`, or pass "
+        "--force to write another spec anyway"
+    )
 
 
 def starter_text(inference: Inference) -> str:

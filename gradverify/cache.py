@@ -22,6 +22,7 @@ from typing import Any
 
 from gradverify._version import __version__
 from gradverify.results import Result, Status
+from gradverify.spec.identity import absolute_module
 from gradverify.spec.targets import module_of
 from gradverify.tasks import Task
 
@@ -225,20 +226,10 @@ def _imports(file: Path, package: str) -> list[str]:
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = _absolute(node.module, node.level, package)
+            base = absolute_module(node.module, node.level, package)
             if base is None:
                 continue
             names.append(base)
             # `from pkg import mod` may name a submodule.
             names.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
     return names
-
-
-def _absolute(module: str | None, level: int, package: str) -> str | None:
-    if level == 0:
-        return module
-    parts = package.split(".") if package else []
-    if level - 1 > len(parts):
-        return None
-    anchor = parts[: len(parts) - (level - 1)]
-    return ".".join([*anchor, module] if module else anchor) or None

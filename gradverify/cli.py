@@ -238,7 +238,7 @@ def _check(
     if scope.jobs is None and config.settings.jobs is not None:
         options = replace(options, jobs=config.settings.jobs)
     work = resolve(paths, config.spec_paths, scope.all_files, scope.changed_files)
-    plan = make_plan(work.arguments, spec) if work.arguments else Plan()
+    plan = make_plan(work.arguments, spec, config.spec_paths) if work.arguments else Plan()
     entries = [*plan.entries, *work.entries]
     notes = [note for note in (config.note, *work.notes) if note]
     for entry, note in session.infer_entries(plan.bare_targets, options):
@@ -304,6 +304,7 @@ def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
     from pathlib import Path
 
     from gradverify import authoring, session
+    from gradverify.config import load_config
     from gradverify.report import FORMATS, RenderOptions
     from gradverify.results import Report
     from gradverify.session import RunOptions
@@ -313,7 +314,8 @@ def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
         options = RunOptions(isolation=isolation, cache=False)
         return session.run(load_spec_file(path), options)
 
-    starter = authoring.init(target, Path(output) if output else None, force, trial)
+    spec_paths = load_config(formats=[choice.value for choice in OutputFormat]).spec_paths
+    starter = authoring.init(target, Path(output) if output else None, force, trial, spec_paths)
     typer.echo(f"wrote {starter.path}:\n")
     typer.echo(starter.text)
     if starter.report is not None:

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gradverify.errors import SpecError, SpecIssue, UsageError
-from gradverify.spec.discover import find_specs_for_target, is_spec_path, spec_files
+from gradverify.spec.discover import (
+    DEFAULT_SPEC_DIR,
+    find_specs_for_target,
+    is_spec_path,
+    spec_files,
+)
+from gradverify.spec.identity import canonical
 from gradverify.spec.load import SpecEntry, load_spec_file
 
 
@@ -18,8 +24,17 @@ class Plan:
     bare_targets: list[str] = field(default_factory=list)  # no spec found: infer from the signature
 
 
-def make_plan(arguments: Sequence[str], spec: str | None = None) -> Plan:
-    """Resolve every argument; raise SpecError or UsageError on anything unusable."""
+def make_plan(
+    arguments: Sequence[str],
+    spec: str | None = None,
+    spec_paths: Sequence[str] = (DEFAULT_SPEC_DIR,),
+) -> Plan:
+    """Resolve every argument; raise SpecError or UsageError on anything unusable.
+
+    A target runs the specs in `spec_paths` that name it, however either spells it
+    (gradverify.spec.identity); with none, it runs zero-config under its canonical spelling,
+    so that every spelling shares one cache entry and one name in the report.
+    """
     if not arguments:
         raise UsageError("nothing to check: pass spec files, directories or `module:Attr` targets")
     plan = Plan()
@@ -33,16 +48,17 @@ def make_plan(arguments: Sequence[str], spec: str | None = None) -> Plan:
             )
     for target in targets:
         if spec is not None:
+            target = canonical(target)
             plan.entries.extend(
                 replace(e, spec=e.spec.model_copy(update={"target": target}))
                 for e in load_spec_file(spec)
             )
             continue
-        found = find_specs_for_target(target)
+        found = find_specs_for_target(target, spec_paths)
         if found:
             plan.entries.extend(found)
         else:
-            plan.bare_targets.append(target)
+            plan.bare_targets.append(canonical(target))
     return plan
 
 

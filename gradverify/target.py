@@ -19,6 +19,7 @@ from typing import Any
 from gradverify.custom_ops import describe_op, find_op, op_parts, op_spec
 from gradverify.dirty import DirtyArguments, dirty_arguments
 from gradverify.errors import TargetError
+from gradverify.spec.identity import TargetIdentity, identify, op_name
 from gradverify.spec.suggest import did_you_mean
 from gradverify.spec.targets import FORMS, form_problem, parse_target
 
@@ -57,6 +58,19 @@ class Target:
         if self.variadic is not None:
             return f"{self.variadic}[{index - len(self.parameters)}]"
         return None
+
+    @property
+    def identity(self) -> TargetIdentity:
+        """What the loaded object is by its own names (an op's, or `__module__:__qualname__`),
+        for what gradverify.spec.identity cannot read from source: an op named at run time,
+        a re-export it does not follow."""
+        if self.op_name is not None:
+            return TargetIdentity(op_name(self.op_name))
+        module = getattr(self.obj, "__module__", None)
+        qualname = getattr(self.obj, "__qualname__", None)
+        if isinstance(module, str) and isinstance(qualname, str):
+            return TargetIdentity(f"{module}:{qualname}")
+        return identify(self.spec) or TargetIdentity(self.spec)
 
     @property
     def name(self) -> str:

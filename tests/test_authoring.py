@@ -458,7 +458,8 @@ def test_the_readme_authoring_commands(tmp_path, monkeypatch):
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
     relu = ELEMENTWISE.replace("class Cube", "class ClippedReLU")
-    (package / "ops.py").write_text(relu, encoding="utf-8")
+    fn = ELEMENTWISE.split("class Cube", 1)[1]
+    (package / "ops.py").write_text(f"{relu}\n\nclass Fn{fn}", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     for command in readme_commands():
         assert command[0] == "gradverify"
@@ -473,7 +474,7 @@ def test_the_readme_authoring_commands(tmp_path, monkeypatch):
         assert result.exit_code == 0, (command, result.output)
         if target:
             Path(target).write_text(result.stdout, encoding="utf-8")
-    assert Path("specs/clipped_relu.yaml").is_file()  # the name the docs promise
+    assert Path("specs/fn.yaml").is_file()  # the name the docs promise
     assert Path("specs/relu.yaml").is_file()
     assert json.loads(Path("gradverify.schema.json").read_text(encoding="utf-8")) == spec_schema()
 

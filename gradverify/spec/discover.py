@@ -1,10 +1,13 @@
-"""Find spec files: in directories given on the command line, and for a bare target."""
+"""Find spec files: in directories given on the command line, and for a bare target (by
+its identity, whichever way the spec and the command line spell it)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from gradverify.errors import SpecError
+from gradverify.spec.identity import TargetIdentity, identify
 from gradverify.spec.load import SpecEntry, load_spec_file
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -26,15 +29,41 @@ def spec_files(path: str | Path) -> list[Path]:
     return [path]
 
 
-def find_specs_for_target(target: str, directory: str | Path = DEFAULT_SPEC_DIR) -> list[SpecEntry]:
-    """Specs under `directory` whose `target` is exactly `target`; broken specs are ignored."""
-    if not Path(directory).is_dir():
-        return []
-    matches: list[SpecEntry] = []
-    for file in spec_files(directory):
+def find_specs_for_target(
+    target: str, directory: str | Path | Sequence[str | Path] = DEFAULT_SPEC_DIR
+) -> list[SpecEntry]:
+    """Specs under `directory` (or each of several) whose `target` names the same target as
+    `target`, however either is spelled (gradverify.spec.identity); broken specs are ignored."""
+    identity = identify(target)
+    if identity is None:
+        return [entry for entry in specs_in(directory) if entry.spec.target == target]
+    return find_specs_for_identity(identity, directory)
+
+
+def find_specs_for_identity(
+    identity: TargetIdentity, directory: str | Path | Sequence[str | Path] = DEFAULT_SPEC_DIR
+) -> list[SpecEntry]:
+    """Specs under `directory` (or each of several) whose `target` has this identity."""
+    return [
+        entry
+        for entry in specs_in(directory)
+        if entry.spec.target is not None and identify(entry.spec.target) == identity
+    ]
+
+
+def specs_in(directories: str | Path | Sequence[str | Path]) -> list[SpecEntry]:
+    """Every entry of the readable spec files in the paths (directories or files) that exist."""
+    if isinstance(directories, str | Path):
+        directories = [directories]
+    files: dict[Path, Path] = {}
+    for directory in directories:
+        if Path(directory).exists():
+            for file in spec_files(directory):
+                files.setdefault(file.resolve(), file)
+    entries: list[SpecEntry] = []
+    for file in files.values():
         try:
-            entries = load_spec_file(file)
+            entries.extend(load_spec_file(file))
         except SpecError:
             continue  # a broken unrelated spec must not stop a zero-config run
-        matches.extend(entry for entry in entries if entry.spec.target == target)
-    return matches
+    return entries
