@@ -96,5 +96,6 @@ def _summary(report: Report) -> str:
     return (
         f"gradverify {verdict}: {summary.targets} target(s), {summary.cases} case(s), "
         f"{summary.results} result(s): {summary.passed} passed, {summary.failed} failed, "
-        f"{summary.skipped} skipped, {summary.warnings} warning(s)"
+        f"{summary.skipped} skipped, {summary.not_applicable} not applicable, "
+        f"{summary.warnings} warning(s)"
     )

@@ -107,11 +107,8 @@ def _summary(report: Report) -> str:
     text = (
         f"{summary.targets} target(s), {summary.cases} case(s), {summary.results} result(s): "
         f"{summary.passed} passed, {summary.failed} failed, {summary.skipped} skipped, "
-        f"{summary.warnings} warning(s)"
+        f"{summary.not_applicable} not applicable, {summary.warnings} warning(s)"
     )
-    not_applying = sum(1 for result in report.results if not result.applies)
-    if not_applying:
-        text += f"; {not_applying} check(s) did not apply"
     return escape(text)
 
 
