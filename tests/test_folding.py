@@ -105,3 +105,31 @@ def test_a_warning_never_folds_into_a_failure():
         "m:F", "c", "gradcheck", Status.WARN, "kink", element=(0,), analytical=1.0, numerical=0.0
     )
     assert fold([failed], [warned])[0].same_as is None
+
+
+def test_a_run_of_cases_in_workers_reports_wasted_work_once_per_function(tmp_path, in_repo):
+    """Through the CLI, whose session runs cases in worker processes."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gradverify.cli import app
+
+    spec = tmp_path / "waste.yaml"
+    spec.write_text(
+        "target: tests.functions.report:MulWastesOnlyW\n"
+        "checks: [layouts]\n"
+        "cases:\n"
+        "  - {name: a, inputs: [{shape: [3]}, {shape: [3]}]}\n"
+        "  - {name: b, inputs: [{shape: [4]}, {shape: [4]}]}\n"
+        "  - {name: c, inputs: [{shape: [5]}, {shape: [5]}]}\n",
+        encoding="utf-8",
+    )
+    run = CliRunner().invoke(
+        app, ["check", str(spec), "--format", "json", "--no-cache", "--jobs", "2"]
+    )
+    assert run.exit_code == 0, run.output
+    document = json.loads(run.stdout)
+    warnings = [r for r in document["results"] if r["status"] == "warn"]
+    assert [(r["case"], r["check"]) for r in warnings] == [("a", "layouts")]
+    assert document["summary"]["warnings"] == 1
