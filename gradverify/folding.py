@@ -17,6 +17,10 @@ from gradverify.results import Result, Status
 # What forward and backward say about a non-finite value for finite inputs
 # (checks/forward.py and checks/backward.py): the first place such a value shows.
 NON_FINITE_WORDS = "for finite inputs"
+# gradgradcheck differentiates backward: where backward or the first derivative is already
+# wrong, a wrong second derivative follows from that finding rather than adding one.
+SECOND_ORDER_CHECK = "gradgradcheck"
+FIRST_ORDER_CHECKS = ("backward", "finite_difference", "gradcheck")
 
 
 def fold(earlier: Sequence[Result], produced: Sequence[Result]) -> list[Result]:
@@ -45,7 +49,11 @@ def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
                 return other
     if result.failed and non_finite(result):
         # One inf or nan trips every check downstream: the first to see it tells the story.
-        return next((other for other in others if non_finite(other)), None)
+        found = next((other for other in others if non_finite(other)), None)
+        if found is not None:
+            return found
+    if result.failed and result.check == SECOND_ORDER_CHECK:
+        return next((other for other in others if other.check in FIRST_ORDER_CHECKS), None)
     return None
 
 
