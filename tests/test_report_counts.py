@@ -84,7 +84,7 @@ def from_sarif(rendered: str) -> dict[str, int]:
 
 
 def from_html(rendered: str) -> dict[str, int]:
-    (header,) = re.findall(r"<header>.*?</header>", rendered, re.S)
+    (header,) = re.findall(r"<header[^>]*>.*?</header>", rendered, re.S)
     summary = re.sub(r"<[^>]+>", " ", header)
     return {kind: _number(summary, rf"(\d+) {word}") for kind, word in _WORDS.items()}
 
