@@ -11,7 +11,7 @@ import torch
 
 from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
-from gradverify.folding import fold
+from gradverify.folding import fold, once_per_function
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.memory import is_allocation_failure, out_of_memory, refusal
 from gradverify.results import Report, Result, Status
@@ -50,7 +50,7 @@ def run(jobs: Sequence[Job], seed: int | None = None, notes: Sequence[str] = ())
             )
             results.extend(case_results)
             all_notes.extend(f"{job.target.spec} [{case.name}]: {note}" for note in case_notes)
-    return Report(results=tuple(results), notes=tuple(all_notes))
+    return Report(results=tuple(once_per_function(results)), notes=tuple(all_notes))
 
 
 class CaseObserver(Protocol):

@@ -17,6 +17,10 @@ from gradverify.results import Result, Status
 # What forward and backward say about a non-finite value for finite inputs
 # (checks/forward.py and checks/backward.py): the first place such a value shows.
 NON_FINITE_WORDS = "for finite inputs"
+# gradgradcheck differentiates backward: where backward or the first derivative is already
+# wrong, a wrong second derivative follows from that finding rather than adding one.
+SECOND_ORDER_CHECK = "gradgradcheck"
+FIRST_ORDER_CHECKS = ("backward", "finite_difference", "gradcheck")
 
 
 def fold(earlier: Sequence[Result], produced: Sequence[Result]) -> list[Result]:
@@ -45,7 +49,11 @@ def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
                 return other
     if result.failed and non_finite(result):
         # One inf or nan trips every check downstream: the first to see it tells the story.
-        return next((other for other in others if non_finite(other)), None)
+        found = next((other for other in others if non_finite(other)), None)
+        if found is not None:
+            return found
+    if result.failed and result.check == SECOND_ORDER_CHECK:
+        return next((other for other in others if other.check in FIRST_ORDER_CHECKS), None)
     return None
 
 
@@ -68,3 +76,37 @@ def non_finite(result: Result) -> bool:
     if any(number is not None and not math.isfinite(number) for number in numbers):
         return True
     return result.check in ("forward", "backward") and NON_FINITE_WORDS in result.message
+
+
+# What a wasted-work warning says (checks/wasted_work.py): a habit of backward's, the same
+# in every case of a Function, so a run reports it once per Function.
+WASTED_WORK_WORDS = "(wasted work)"
+
+
+def once_per_function(results: Sequence[Result]) -> list[Result]:
+    """`results` (of many cases, in report order) with each Function's wasted-work warning
+    kept in its first case only, with a note naming the later cases that repeat it."""
+    first: dict[str, int] = {}  # target -> index in `kept` of its first warning
+    repeats: dict[str, list[str]] = {}
+    kept: list[Result] = []
+    for result in results:
+        if not wasted_work(result):
+            kept.append(result)
+        elif result.target not in first:
+            first[result.target] = len(kept)
+            kept.append(result)
+        elif result.case not in repeats.setdefault(result.target, []):
+            repeats[result.target].append(result.case)
+    for target, cases in repeats.items():
+        shown = kept[first[target]]
+        said = (
+            f"the same in {len(cases)} more case(s) of this Function ({', '.join(cases)}); "
+            "reported once per Function"
+        )
+        kept[first[target]] = replace(shown, notes=(*shown.notes, said))
+    return kept
+
+
+def wasted_work(result: Result) -> bool:
+    """Whether a result is a wasted-work warning."""
+    return result.status is Status.WARN and WASTED_WORK_WORDS in result.message

@@ -65,6 +65,11 @@ class Result:
     def failed(self) -> bool:
         return self.status is Status.FAIL
 
+    @property
+    def not_applicable(self) -> bool:
+        """A check that does not apply to this Function: counted apart, never a skip."""
+        return self.status is Status.SKIP and not self.applies
+
     def to_dict(self) -> dict[str, Any]:
         plain = asdict(self)
         plain["status"] = self.status.value
@@ -78,13 +83,17 @@ class Result:
 
 @dataclass(frozen=True)
 class Summary:
+    """How many results of each kind; passed + failed + skipped + warnings + not_applicable
+    is results. A check that does not apply to a Function (`applies=False`) is not a skip."""
+
     targets: int
     cases: int
     results: int
     passed: int
     failed: int
-    skipped: int
+    skipped: int  # real skips only: the check applies but could not run (no CUDA, ...)
     warnings: int
+    not_applicable: int = 0  # checks that do not apply (no jvp rule, no `reference:` key, ...)
 
 
 @dataclass(frozen=True)
@@ -103,14 +112,16 @@ class Report:
         by_status = {status: 0 for status in Status}
         for result in self.results:
             by_status[result.status] += 1
+        not_applicable = sum(1 for result in self.results if result.not_applicable)
         return Summary(
             targets=len({result.target for result in self.results}),
             cases=len({(result.target, result.case) for result in self.results}),
             results=len(self.results),
             passed=by_status[Status.PASS],
             failed=by_status[Status.FAIL],
-            skipped=by_status[Status.SKIP],
+            skipped=by_status[Status.SKIP] - not_applicable,
             warnings=by_status[Status.WARN],
+            not_applicable=not_applicable,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from gradverify.cache import ResultCache
 from gradverify.errors import GradverifyError
+from gradverify.folding import once_per_function
 from gradverify.pool import Outcome, WorkerPool
 from gradverify.results import Report, Result, Status
 from gradverify.spec.load import SpecEntry
@@ -71,7 +72,7 @@ def run(
         all_notes.extend(f"{task.entry.spec.target} [{task.case}]: {note}" for note in case_notes)
         if cache is not None and task.id in ran:
             cache.store(task, case_results)
-    return Report(results=tuple(results), notes=tuple(all_notes))
+    return Report(results=tuple(once_per_function(results)), notes=tuple(all_notes))
 
 
 def start_early(options: RunOptions) -> None:

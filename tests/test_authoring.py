@@ -200,7 +200,7 @@ def test_explain_layouts_covers_each_variant():
     assert headings[:3] == [
         "non-contiguous (`variants: {non_contiguous: false}` turns it off)",
         "requires_grad off (`variants: {requires_grad_off: false}` turns it off)",
-        "wasted work (needs_input_grad)",
+        "wasted work (`wasted_work: false` turns it off)",
     ]
     assert "ctx.needs_input_grad[i]" in text
 

@@ -105,3 +105,62 @@ def test_a_warning_never_folds_into_a_failure():
         "m:F", "c", "gradcheck", Status.WARN, "kink", element=(0,), analytical=1.0, numerical=0.0
     )
     assert fold([failed], [warned])[0].same_as is None
+
+
+def test_a_run_of_cases_in_workers_reports_wasted_work_once_per_function(tmp_path, in_repo):
+    """Through the CLI, whose session runs cases in worker processes."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gradverify.cli import app
+
+    spec = tmp_path / "waste.yaml"
+    spec.write_text(
+        "target: tests.functions.report:MulWastesOnlyW\n"
+        "checks: [layouts]\n"
+        "cases:\n"
+        "  - {name: a, inputs: [{shape: [3]}, {shape: [3]}]}\n"
+        "  - {name: b, inputs: [{shape: [4]}, {shape: [4]}]}\n"
+        "  - {name: c, inputs: [{shape: [5]}, {shape: [5]}]}\n",
+        encoding="utf-8",
+    )
+    run = CliRunner().invoke(
+        app, ["check", str(spec), "--format", "json", "--no-cache", "--jobs", "2"]
+    )
+    assert run.exit_code == 0, run.output
+    document = json.loads(run.stdout)
+    warnings = [r for r in document["results"] if r["status"] == "warn"]
+    assert [(r["case"], r["check"]) for r in warnings] == [("a", "layouts")]
+    assert document["summary"]["warnings"] == 1
+
+
+SECOND_ORDER_AFTER_FIRST = """
+functions:
+  - target: tests.functions.structural_bugs:NondeterministicBackward
+    checks: [backward, finite_difference, gradcheck, gradgradcheck]
+    cases: [{name: vector, inputs: [{shape: [4]}]}]
+  - target: tests.functions.structural_bugs:WrongGradDtype
+    checks: [backward, finite_difference, gradcheck, gradgradcheck]
+    cases: [{name: vector, inputs: [{shape: [4]}]}]
+  - target: tests.functions.second_order:DetachedBackwardSquare
+    checks: [backward, finite_difference, gradcheck, gradgradcheck]
+    cases: [{name: vector, inputs: [{shape: [4]}]}]
+"""
+
+
+def test_a_second_derivative_wrong_after_the_first_is_one_line_under_it(run_spec, find):
+    from gradverify.report import RenderOptions, text
+
+    report = run_spec(SECOND_ORDER_AFTER_FIRST)
+    for name in ("NondeterministicBackward", "WrongGradDtype"):
+        target = f"tests.functions.structural_bugs:{name}"
+        second = find(report, target=target, check="gradgradcheck", status="fail")
+        assert second and all(r.same_as == "backward" for r in second), second
+    # Where the first derivative is right, the wrong second one is the finding itself.
+    (detached,) = find(report, check="gradgradcheck", status="fail", same_as=None)
+    assert detached.target.endswith(":DetachedBackwardSquare")
+    rendered = text.render(report, RenderOptions(width=100))
+    panels = [line for line in rendered.splitlines() if line.startswith("╭─ ✗ gradgradcheck")]
+    assert len(panels) == 1  # DetachedBackwardSquare's
+    assert rendered.count("  gradgradcheck: the same finding as backward\n") == 2

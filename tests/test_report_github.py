@@ -110,15 +110,20 @@ def test_a_failure_points_at_the_spec_line_and_at_the_users_code(bugs_report, in
 def test_one_annotation_per_finding_naming_every_check_that_found_it(buggy_report, in_repo):
     commands = parse(render(buggy_report))
     beta = [c for c in commands if "argument: 1 (beta)" in c.data and c.name == "error"]
-    # finite_difference and gradcheck agree: one finding, annotated at the spec's case and at
-    # the user's backward.
-    assert len(beta) == 2
-    for command in beta:
-        assert command.properties["title"].startswith("gradverify finite_difference, gradcheck: ")
-    assert {c.properties["file"] for c in beta} == {
-        "specs/buggy.yaml",
-        "gradverify/examples/buggy.py",
-    }
+    # finite_difference and gradcheck agree: one finding, one annotation at the spec's case
+    # whose message says where the user's backward is.
+    (command,) = beta
+    assert command.properties["title"].startswith("gradverify finite_difference, gradcheck: ")
+    assert command.properties["file"] == "specs/buggy.yaml"
+    (finding,) = [
+        r
+        for r in buggy_report.results
+        if r.check == "finite_difference" and r.input_name == "beta" and r.failed
+    ]
+    first_line = command.data.splitlines()[0]
+    assert (
+        first_line == f"{finding.message} (at gradverify/examples/buggy.py:{finding.source_line})"
+    )
     failures = {(r.target, r.case) for r in buggy_report.results if r.failed}
     assert {c.properties["title"].split(": ", 1)[1] for c in commands if c.name == "error"} == {
         f"{target}[{case}]" for target, case in failures
@@ -170,7 +175,13 @@ def test_notes_and_case_names_cannot_inject_commands(note):
 def test_paths_are_relative_to_the_current_directory_when_below_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     inside = str(tmp_path / "pkg" / "ops.py")
-    result = make(spec_file=str(tmp_path / "specs" / "ops.yaml"), source_file=inside, source_line=3)
+    result = make(
+        check="lint",
+        rule="GV104",
+        spec_file=str(tmp_path / "specs" / "ops.yaml"),
+        source_file=inside,
+        source_line=3,
+    )
     outside = make(spec_file="/elsewhere/ops.yaml", case="other")
     commands = parse(render(Report((result, outside))))
     assert [c.properties.get("file") for c in commands] == [
@@ -178,3 +189,45 @@ def test_paths_are_relative_to_the_current_directory_when_below_it(tmp_path, mon
         "pkg/ops.py",
         "/elsewhere/ops.yaml",
     ]
+
+
+def _findings(report: Report) -> list[Result]:
+    """The failures and warnings that are findings of their own (not repeating another)."""
+    return [
+        r
+        for r in report.results
+        if r.status in (Status.FAIL, Status.WARN)
+        and r.same_as is None
+        and not any(
+            other.check != r.check
+            and (other.target, other.case) == (r.target, r.case)
+            and other.status is r.status
+            and other.analytical is not None
+            and (other.input_index, other.element, repr(other.analytical))
+            == (r.input_index, r.element, repr(r.analytical))
+            and report.results.index(other) < report.results.index(r)
+            for other in report.results
+        )
+    ]
+
+
+@pytest.mark.parametrize("fixture", ["buggy_report", "bugs_report"])
+def test_one_annotation_per_finding_two_for_lint_findings(fixture, request, in_repo):
+    """GitHub shows ten errors of a step: a finding about backward is one annotation, at
+    the spec line; only a lint finding, about a line of the user's code, is also there."""
+    report = request.getfixturevalue(fixture)
+    findings = _findings(report)
+    commands = parse(render(report))
+    assert len(commands) == sum(2 if r.rule is not None else 1 for r in findings)
+    located = [r for r in findings if r.rule is None and r.source_file is not None]
+    assert located  # findings about backward, which know backward's line
+    for finding in located:
+        title = f"{finding.target}[{finding.case}]"
+        (command,) = [
+            c
+            for c in commands
+            if c.properties["title"].endswith(title) and c.data.startswith(finding.message)
+        ]
+        assert command.properties["line"] == str(finding.spec_line)
+        code = f"{github.relative_path(finding.source_file)}:{finding.source_line}"
+        assert command.data.splitlines()[0].endswith(f" (at {code})")

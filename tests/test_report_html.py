@@ -74,7 +74,8 @@ def test_the_page_is_well_formed_and_self_contained(buggy_report: Report) -> Non
     page = html.render(buggy_report, RenderOptions())
     root = parse(page)
     assert root.tag == "html" and root.find("head/style") is not None
-    assert not re.search(r"<script|<link|<img|\bsrc=|\bhref=|url\(|@import", page)
+    # Jump links within the page (href="#…") fetch nothing.
+    assert not re.search(r'<script|<link|<img|\bsrc=|\bhref="(?!#)|url\(|@import', page)
 
 
 def test_one_section_per_failure_and_warning(buggy_report: Report) -> None:
@@ -217,3 +218,57 @@ def test_the_browser_shows_the_mask_bug_where_x_exceeds_1(
     assert red == expected_wrong(mask_input)
     assert requested == [path.as_uri()]  # nothing fetched beyond the page itself
     page.close()
+
+
+WARNS_ONLY = """
+target: tests.functions.report:MulWastesOnlyW
+checks: [forward, layouts]
+cases: [{name: pair, inputs: [{shape: [3]}, {shape: [3]}]}]
+"""
+
+
+def test_a_table_of_contents_jumps_to_each_case_failures_first(buggy_report, run_spec) -> None:
+    # A case that only warns, first in the report; then specs/buggy.yaml's failing cases.
+    report = Report(run_spec(WARNS_ONLY).results + buggy_report.results)
+    root = parse(html.render(report, RenderOptions()))
+    (contents,) = with_class(root, "nav", "contents")
+    ids = {element.get("id") for element in root.iter() if element.get("id")}
+    links = [a.get("href", "") for a in contents.iter("a")]
+    assert links and all(link.startswith("#") and link[1:] in ids for link in links)
+    # One line per case with findings, failures before warnings, each marked.
+    worst: dict[tuple[str, str], Status] = {}
+    for result in report.results:
+        if result.status in (Status.FAIL, Status.WARN):
+            key = (result.target, result.case)
+            worst[key] = Status.FAIL if result.failed else worst.get(key, Status.WARN)
+    lines = [li for li in contents.iter("li") if li.get("class")]
+    assert [li.get("class") for li in lines] == sorted(
+        (status.value for status in worst.values()), key=lambda value: value != "fail"
+    )
+    assert {"fail", "warn"} <= {li.get("class") for li in lines}
+    assert all(text_of(li).startswith("✗ " if li.get("class") == "fail" else "! ") for li in lines)
+    for li in lines:  # the link lands on the case it names
+        (anchor,) = li.iter("a")
+        (article,) = [a for a in root.iter("article") if a.get("id") == anchor.get("href")[1:]]
+        target, case = [text_of(code) for code in anchor.iter("code")]
+        assert [text_of(code) for code in article.find("h2").iter("code")] == [target, case]
+    # Each case's heading leads back to the contents.
+    for article in root.iter("article"):
+        assert [a.get("href") for a in article.find("h2").iter("a")] == ["#top"]
+
+
+def test_a_check_with_several_results_is_named_once_with_its_count(run_spec) -> None:
+    # finite_difference passes once per argument; the case also has a finding (wasted work).
+    report = run_spec(
+        """
+        target: tests.functions.report:MulWastesOnlyW
+        checks: [forward, layouts, finite_difference]
+        cases: [{name: pair, inputs: [{shape: [3]}, {shape: [3]}]}]
+        """
+    )
+    assert report.summary.warnings == 1
+    passed = [r.check for r in report.results if r.status is Status.PASS]
+    assert passed == ["forward", "layouts", "finite_difference", "finite_difference"]
+    root = parse(html.render(report, RenderOptions()))
+    (line,) = [p for p in with_class(root, "p", "muted") if text_of(p).startswith("pass: ")]
+    assert text_of(line) == "pass: forward, layouts, finite_difference ×2"

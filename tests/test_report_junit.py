@@ -33,7 +33,7 @@ def buggy_xml(buggy_report, in_repo):
 def test_one_suite_per_target_with_its_counts(buggy_report, buggy_xml):
     summary = buggy_report.summary
     assert (buggy_xml.tests, buggy_xml.failures, buggy_xml.skipped, buggy_xml.errors) == (
-        summary.results,
+        summary.results - summary.not_applicable,
         summary.failed,
         summary.skipped,
         0,
@@ -41,16 +41,20 @@ def test_one_suite_per_target_with_its_counts(buggy_report, buggy_xml):
     targets = list(dict.fromkeys(result.target for result in buggy_report.results))
     assert [suite.name for suite in buggy_xml] == targets
     for suite in buggy_xml:
-        statuses = Counter(r.status for r in buggy_report.results if r.target == suite.name)
+        of_suite = [r for r in buggy_report.results if r.target == suite.name]
+        statuses = Counter(r.status for r in of_suite if not r.not_applicable)
         assert suite.tests == sum(statuses.values())
         assert suite.failures == statuses[Status.FAIL]
         assert suite.skipped == statuses[Status.SKIP]
+        (not_applicable,) = [p.value for p in suite.properties() if p.name == "not_applicable"]
+        assert int(not_applicable) == sum(r.not_applicable for r in of_suite) > 0
 
 
 def test_one_testcase_per_result_named_case_check_and_argument(buggy_report, buggy_xml):
     cases = cases_of(buggy_xml)
-    assert len(cases) == len(buggy_report.results)
-    for case, result in zip(cases, buggy_report.results, strict=True):
+    applying = [result for result in buggy_report.results if not result.not_applicable]
+    assert len(cases) == len(applying)
+    for case, result in zip(cases, applying, strict=True):
         assert case.classname == result.target
         assert case.name.startswith(f"{result.case}::{result.check}")
         assert case.time == pytest.approx(result.seconds, abs=1e-3)

@@ -15,7 +15,16 @@ from gradverify.results import REPORT_VERSION, Report, Result, Status
 ROOT = Path(__file__).resolve().parents[1]
 
 TOP_LEVEL = {"version", "passed", "summary", "results"}
-SUMMARY = {"targets", "cases", "results", "passed", "failed", "skipped", "warnings"}
+SUMMARY = {
+    "targets",
+    "cases",
+    "results",
+    "passed",
+    "failed",
+    "skipped",
+    "warnings",
+    "not_applicable",
+}
 RESULT = {
     "target",
     "case",
@@ -78,10 +87,13 @@ def test_summary_counts_match_the_results(buggy):
     for key, status in [
         ("passed", "pass"),
         ("failed", "fail"),
-        ("skipped", "skip"),
         ("warnings", "warn"),
     ]:
         assert summary[key] == sum(r["status"] == status for r in results), key
+    # A check that does not apply to the Function is counted apart, never as a skip.
+    skips = [r for r in results if r["status"] == "skip"]
+    assert summary["skipped"] == sum(r["applies"] for r in skips)
+    assert summary["not_applicable"] == sum(not r["applies"] for r in skips) > 0
     assert summary["targets"] == len({r["target"] for r in results}) == 3
     assert summary["cases"] == len({(r["target"], r["case"]) for r in results}) == 3
     assert summary["failed"] > 0
@@ -161,6 +173,7 @@ def test_the_json_is_the_reports_plain_form():
         "failed": 1,
         "skipped": 1,
         "warnings": 1,
+        "not_applicable": 0,
     }
     assert document["passed"] is False
     assert document["results"][1]["element"] == []

@@ -118,11 +118,13 @@ requires_grad off (`variants: {requires_grad_off: false}` turns it off)
   - different gradients for the other arguments: a branch on ctx.needs_input_grad (or
     requires_grad) that changes what is computed for them.
 
-wasted work (needs_input_grad)
+wasted work (`wasted_work: false` turns it off)
   In the requires_grad-off runs, backward still computes the gradient of an argument whose
   ctx.needs_input_grad entry is False. The result is right, only slower, so it is a `warn`:
-  one per case, naming every argument concerned. Fix: compute gradient i only
-  `if ctx.needs_input_grad[i]`, and return None for it otherwise.
+  one per Function in a run, in its first case, naming every argument concerned (a note
+  names the later cases that repeat it). Fix: compute gradient i only
+  `if ctx.needs_input_grad[i]`, and return None for it otherwise. `wasted_work: false`
+  silences it; the requires_grad-off variants still run.
 
 When the outputs change with the seed (a Function that draws random numbers), the variants
 are only checked for crashes.""",

@@ -3,7 +3,9 @@
 Each case is run as declared (the baseline) and again in variant layouts: one tensor argument
 at a time with other strides (non-contiguous), and one argument at a time with requires_grad
 off. Outputs and the gradients that are still asked for must match the baseline. Where
-requires_grad is off, backward computing that gradient anyway is wasted work (wasted_work).
+requires_grad is off, backward computing that gradient anyway is wasted work: a warning,
+once per Function in a run (folding.once_per_function); the spec's `wasted_work: false`
+turns it off, not the variant.
 """
 
 from __future__ import annotations
@@ -134,8 +136,12 @@ class LayoutsCheck:
                 hint=_difference_hint(variant),
                 **fields,
             )
-        if variant.kind == REQUIRES_GRAD_OFF and computes_unneeded_gradient(
-            context, variant.input_index, run.outputs, run.arguments, run.grad_outputs
+        if (
+            variant.kind == REQUIRES_GRAD_OFF
+            and context.spec.wasted_work
+            and computes_unneeded_gradient(
+                context, variant.input_index, run.outputs, run.arguments, run.grad_outputs
+            )
         ):
             return variant.input_index
         return None

@@ -16,6 +16,7 @@ import torch
 from gradverify.checks.backward import _run_backward
 from gradverify.checks.base import CaseContext, UserCodeError
 from gradverify.checks.graph import function_node
+from gradverify.folding import WASTED_WORK_WORDS
 from gradverify.results import Result, Status
 
 WASTED_WORK_HINT = "check ctx.needs_input_grad before computing each gradient"
@@ -79,7 +80,7 @@ def wasted_work_warning(context: CaseContext, check_id: str, indices: Sequence[i
             check_id,
             Status.WARN,
             f"backward computes a gradient for {context.describe_argument(index)} although "
-            f"ctx.needs_input_grad[{index}] is False (wasted work)",
+            f"ctx.needs_input_grad[{index}] is False {WASTED_WORK_WORDS}",
             input_index=index,
             hint=WASTED_WORK_HINT,
         )
@@ -88,6 +89,6 @@ def wasted_work_warning(context: CaseContext, check_id: str, indices: Sequence[i
         check_id,
         Status.WARN,
         f"backward computes gradients for {', '.join(names[:-1])} and {names[-1]} even when "
-        "their ctx.needs_input_grad entry is False (wasted work)",
+        f"their ctx.needs_input_grad entry is False {WASTED_WORK_WORDS}",
         hint=WASTED_WORK_HINT,
     )

@@ -1,8 +1,10 @@
 """`--format github`: GitHub Actions workflow commands that annotate the failing lines.
 
-Each failure becomes `::error file=…,line=…,title=…::message` at the spec line of its case,
-and a second one at the user's own code when the result knows where (lint findings);
-each warning the same with `::warning`. Passes and skips print nothing but the summary.
+Each failure becomes one `::error file=…,line=…,title=…::message` at the spec line of its
+case; where the user's code is known (backward's line, say), the message's first line says
+`(at file:line)`. A lint finding is about a line of the user's code, so it is annotated
+there too: its second annotation. Each warning the same with `::warning`. Passes and skips
+print nothing but the summary.
 The same finding reported by several checks (finite_difference and gradcheck often agree)
 is one annotation naming all of them: GitHub shows only the first ten errors of a step.
 """
@@ -69,16 +71,34 @@ def _finding(result: Result) -> tuple[object, ...] | None:
 
 
 def _commands(checks: list[str], result: Result) -> list[str]:
+    """One annotation per finding (GitHub shows only the first ten of a step): at the spec
+    line; a lint finding also at the line of the user's code it is about."""
     command = COMMANDS[result.status]
     title = f"gradverify {', '.join(checks)}: {result.target}[{result.case}]"
-    message = "\n".join(explanation(result))
-    places = [(result.spec_file, result.spec_line), (result.source_file, result.source_line)]
+    places = [(result.spec_file, result.spec_line)]
+    if result.rule is not None or result.spec_file is None:
+        places.append((result.source_file, result.source_line))
+    message = "\n".join(_message(result, code_in_place=len(places) > 1))
     annotations = [
         _line(command, message, file=relative_path(file), line=line, title=title)
         for file, line in places
         if file is not None
     ]
     return annotations or [_line(command, message, title=title)]
+
+
+def _message(result: Result, code_in_place: bool) -> list[str]:
+    """The explanation; where the user's code is known but not annotated, its first line
+    ends `(at file:line)`, the place to open."""
+    lines = explanation(result)
+    if code_in_place or result.source_file is None:
+        return lines
+    code = relative_path(result.source_file)
+    code += f":{result.source_line}" if result.source_line else ""
+    first, *rest = lines
+    if code not in first:  # a graph break's message already says where
+        first += f" (at {code})"
+    return [first, *(line for line in rest if line != f"source: {code}")]
 
 
 def _line(command: str, message: str, **properties: str | int | None) -> str:
@@ -96,5 +116,6 @@ def _summary(report: Report) -> str:
     return (
         f"gradverify {verdict}: {summary.targets} target(s), {summary.cases} case(s), "
         f"{summary.results} result(s): {summary.passed} passed, {summary.failed} failed, "
-        f"{summary.skipped} skipped, {summary.warnings} warning(s)"
+        f"{summary.skipped} skipped, {summary.not_applicable} not applicable, "
+        f"{summary.warnings} warning(s)"
     )

@@ -1,8 +1,9 @@
 """`--format html`: one self-contained page, meant as a CI artifact.
 
-A summary first, then one section per failure and per warning under its case, with the
-evidence and, for a 1-D or 2-D argument, the mismatch map as a grid of coloured cells;
-the passing cases last, one line each. Inline CSS only: no script, no font, no image, no
+A summary first, then a table of contents that jumps to each case with findings (failures
+first, each marked) and to the passing cases; then one section per failure and per warning
+under its case, with the evidence and, for a 1-D or 2-D argument, the mismatch map as a
+grid of coloured cells; the passing cases last, one line each. Inline CSS only: no script, no font, no image, no
 link to fetch, so the file reads the same when opened from a CI run's artifacts offline.
 Every piece of text that comes from the user's code or specs is escaped. The markup is
 also well-formed XML (void elements closed), which keeps it checkable by any parser.
@@ -10,6 +11,7 @@ also well-formed XML (void elements closed), which keeps it checkable by any par
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from html import escape
 from itertools import groupby
@@ -59,32 +61,42 @@ table.mismatch-map td { width: 14px; height: 14px; padding: 0; border: 1px solid
 .legend span.cell { display: inline-block; width: 14px; height: 14px; vertical-align: middle; margin: 0 .3em 0 1em; }
 .legend span.cell:first-child { margin-left: 0; }
 ul.passing { padding-left: 1.2em; }
+nav.contents ol { padding-left: 1.2em; columns: 2 28em; }
+nav.contents li.fail::marker { color: #cf222e; }
+nav.contents li.warn::marker { color: #9a6700; }
+a.top { font-size: .8em; font-weight: normal; margin-left: .6em; }
 """
+MARKS = {Status.FAIL: "✗", Status.WARN: "!"}
 
 
 def render(report: Report, options: RenderOptions) -> str:
     """The report as one HTML page."""
     cases: list[str] = []
+    contents: list[tuple[Status, str]] = []
     passing: list[str] = []
     for (target, case), group in groupby(report.results, key=lambda r: (r.target, r.case)):
         results = list(group)
         if any(result.status in FINDINGS for result in results):
-            cases.append(_case(target, case, results))
+            anchor = f"case-{len(cases) + 1}"
+            cases.append(_case(target, case, results, anchor))
+            contents.append(_contents_line(target, case, results, anchor))
         else:
             passing.append(_passing_line(target, case, results))
+    listed = bool(passing) and not options.quiet
     verdict = "PASSED" if report.passed else "FAILED"
     body = [
-        "<header>",
+        '<header id="top">',
         "<h1>gradverify report</h1>",
         f'<p><span class="verdict {verdict.lower()}">{verdict}</span> {_summary(report)}</p>',
         "</header>",
     ]
     if report.notes:
         body += ['<ul class="notes">', *(f"<li>{escape(n)}</li>" for n in report.notes), "</ul>"]
+    body += _contents(contents, len(passing) if listed else 0)
     body += cases
-    if passing and not options.quiet:
-        body += [f"<h2>Passing cases ({len(passing)})</h2>", '<ul class="passing">', *passing]
-        body.append("</ul>")
+    if listed:
+        body += [f'<h2 id="passing">Passing cases ({len(passing)})</h2>', '<ul class="passing">']
+        body += [*passing, "</ul>"]
     page = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -107,21 +119,42 @@ def _summary(report: Report) -> str:
     text = (
         f"{summary.targets} target(s), {summary.cases} case(s), {summary.results} result(s): "
         f"{summary.passed} passed, {summary.failed} failed, {summary.skipped} skipped, "
-        f"{summary.warnings} warning(s)"
+        f"{summary.not_applicable} not applicable, {summary.warnings} warning(s)"
     )
-    not_applying = sum(1 for result in report.results if not result.applies)
-    if not_applying:
-        text += f"; {not_applying} check(s) did not apply"
     return escape(text)
 
 
-def _case(target: str, case: str, results: Sequence[Result]) -> str:
+def _contents_line(
+    target: str, case: str, results: Sequence[Result], anchor: str
+) -> tuple[Status, str]:
+    """A case with findings as a line of the table of contents, and its worst status."""
+    status = Status.FAIL if any(r.failed for r in results) else Status.WARN
+    link = (
+        f'<a href="#{anchor}">{MARKS[status]} <code>{escape(target)}</code> case '
+        f"<code>{escape(case)}</code></a>"
+    )
+    counts = f' <span class="counts">{escape(_counts(results))}</span>'
+    return status, f'<li class="{status.value}">{link}{counts}</li>'
+
+
+def _contents(lines: Sequence[tuple[Status, str]], passing: int) -> list[str]:
+    """Jump links: the cases that failed first, then those that only warn, then the rest."""
+    if not lines:
+        return []
+    ordered = [line for status in FINDINGS for found, line in lines if found is status]
+    if passing:
+        ordered.append(f'<li><a href="#passing">Passing cases ({passing})</a></li>')
+    return ['<nav class="contents">', "<h2>Contents</h2>", "<ol>", *ordered, "</ol>", "</nav>"]
+
+
+def _case(target: str, case: str, results: Sequence[Result], anchor: str) -> str:
     """A case with findings: its heading, one section per finding, the other checks named."""
     location = _location(results[0])
     parts = [
-        '<article class="case">',
+        f'<article class="case" id="{anchor}">',
         f"<h2><code>{escape(target)}</code> case <code>{escape(case)}</code>"
         + (f' <span class="location">{escape(location)}</span>' if location else "")
+        + ' <a class="top" href="#top">contents</a>'
         + "</h2>",
         f'<p class="counts">{escape(_counts(results))}</p>',
     ]
@@ -136,11 +169,17 @@ def _case(target: str, case: str, results: Sequence[Result]) -> str:
             shown.setdefault(finding, result.check)
     others = [r for r in results if r.status not in FINDINGS and r.applies]
     for status in (Status.PASS, Status.SKIP):
-        checks = [escape(r.check) for r in others if r.status is status]
+        checks = _named_once([r.check for r in others if r.status is status])
         if checks:
-            parts.append(f'<p class="muted">{status.value}: {", ".join(checks)}</p>')
+            parts.append(f'<p class="muted">{status.value}: {escape(checks)}</p>')
     parts.append("</article>")
     return "\n".join(parts)
+
+
+def _named_once(checks: Sequence[str]) -> str:
+    """`finite_difference ×3, gradcheck`: each check once, with how many results it gave."""
+    counts = Counter(checks)
+    return ", ".join(f"{check} ×{n}" if n > 1 else check for check, n in counts.items())
 
 
 def _section(result: Result, same_as: str | None) -> str:

@@ -4,6 +4,9 @@ One `<testsuite>` per target, one `<testcase>` per result: classname the target,
 `case::check` (with the argument, output or lint rule when the result is about one). A
 failure carries its one-line message in `message` and the whole explanation in its body;
 a skip is `<skipped>`; a warning passes, with the warning in `<system-out>`.
+A check that does not apply to the Function (no jvp rule, no `reference:` key) is not a
+test, and CI would show a `<skipped>` one as skipped: it has no `<testcase>`, and the
+suite's `not_applicable` property counts it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ def render(report: Report, options: RenderOptions | None = None) -> str:
     root = ET.Element(
         "testsuites",
         name="gradverify",
-        tests=str(summary.results),
+        tests=str(summary.results - summary.not_applicable),
         failures=str(summary.failed),
         errors="0",
         skipped=str(summary.skipped),
@@ -46,7 +49,8 @@ def render(report: Report, options: RenderOptions | None = None) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _suite(target: str, results: list[Result]) -> ET.Element:
+def _suite(target: str, all_results: list[Result]) -> ET.Element:
+    results = [result for result in all_results if not result.not_applicable]
     by_status = Counter(result.status for result in results)
     suite = ET.Element(
         "testsuite",
@@ -55,8 +59,11 @@ def _suite(target: str, results: list[Result]) -> ET.Element:
         failures=str(by_status[Status.FAIL]),
         errors="0",
         skipped=str(by_status[Status.SKIP]),
-        time=_seconds(results),
+        time=_seconds(all_results),
     )
+    properties = ET.SubElement(suite, "properties")
+    not_applicable = str(len(all_results) - len(results))
+    ET.SubElement(properties, "property", name="not_applicable", value=not_applicable)
     for result, name in zip(results, _unique(_name(result) for result in results), strict=True):
         suite.append(_testcase(result, name))
     return suite

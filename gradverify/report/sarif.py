@@ -87,6 +87,7 @@ def render(report: Report, options: RenderOptions | None = None) -> str:
                         "failed": summary.failed,
                         "skipped": summary.skipped,
                         "warnings": summary.warnings,
+                        "not_applicable": summary.not_applicable,
                     },
                     "notes": list(report.notes),
                 },

@@ -279,7 +279,6 @@ def _headline(result: Result) -> str:
 
 def _summary(report: Report, width: int, verbose: bool) -> Text:
     summary = report.summary
-    not_applicable = sum(1 for r in report.results if r.status is Status.SKIP and not r.applies)
     verdict = ("PASSED", "bold green") if report.passed else ("FAILED", "bold red")
     parts = [
         Text(verdict[0], style=verdict[1]),
@@ -289,10 +288,10 @@ def _summary(report: Report, width: int, verbose: bool) -> Text:
         Text(f"{summary.passed} passed,", style="green"),
         Text(f"{summary.failed} failed,", style="red" if summary.failed else ""),
     ]
-    if summary.skipped - not_applicable:
+    if summary.skipped:
         why = "" if verbose else " (-v says why)"
-        parts.append(Text(f"{summary.skipped - not_applicable} skipped{why},"))
-    if not_applicable:
-        parts.append(Text(f"{not_applicable} not applicable,"))
+        parts.append(Text(f"{summary.skipped} skipped{why},"))
+    if summary.not_applicable:
+        parts.append(Text(f"{summary.not_applicable} not applicable,"))
     parts.append(Text(f"{summary.warnings} warning(s)"))
     return _joined(parts, " ", width)

@@ -233,6 +233,8 @@ class FunctionSpec(_Strict):
     low_precision: LowPrecision = Field(default_factory=LowPrecision)  # type: ignore[arg-type]
     kinks: list[float] = Field(default_factory=list)  # known non-differentiable input values
     variants: Variants = Field(default_factory=Variants)
+    # layouts warns (once per Function) when backward computes a gradient it need not.
+    wasted_work: bool = True
     mode: Literal["full", "randomized", "auto"] = "auto"  # full Jacobians, or random projections
     timeout: float = Field(default=120.0, gt=0)  # seconds per case, in a worker process
     checks: list[CheckId] | None = Field(default=None, min_length=1)

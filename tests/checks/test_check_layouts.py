@@ -316,3 +316,48 @@ def test_backward_crashing_on_a_none_grad_output_fails(run_spec, only):
 def test_backward_handling_undefined_grad_outputs_passes(run_spec, only, target):
     report = run_spec(backward_spec(target))
     assert only(report, check="backward").status.value == "pass"
+
+
+# Wasted work is a habit of backward's: one warning per Function in a run, with its own switch.
+
+THREE_CASES = """
+        target: {target}
+        checks: [layouts]
+        {extra}
+        cases:
+          - {{name: a, inputs: [{{shape: [3]}}, {{shape: [3]}}]}}
+          - {{name: b, inputs: [{{shape: [4]}}, {{shape: [4]}}]}}
+          - {{name: c, inputs: [{{shape: [2, 2]}}, {{shape: [2, 2]}}]}}
+        """
+
+
+def test_wasted_work_is_one_warning_per_function_in_its_first_case(run_spec):
+    report = run_spec(THREE_CASES.format(target="tests.functions.report:MulWastesOnlyW", extra=""))
+    (warning,) = [r for r in report.results if r.status.value == "warn"]
+    assert (warning.case, warning.input_name) == ("a", "w")
+    assert WASTED_WORK in warning.message
+    assert warning.notes[-1] == (
+        "the same in 2 more case(s) of this Function (b, c); reported once per Function"
+    )
+    layouts = [r for r in report.results if r.check == "layouts" and r.status.value == "pass"]
+    assert [r.case for r in layouts] == ["a", "b", "c"]  # every case still checked
+
+
+def test_wasted_work_false_silences_the_warning_not_the_requires_grad_off_variant(run_spec):
+    report = run_spec(
+        THREE_CASES.format(
+            target="tests.functions.report:WastesWCrashesWithoutX", extra="wasted_work: false"
+        )
+    )
+    assert not [r for r in report.results if r.status.value == "warn"]
+    # Freezing x still runs, and still finds the crash it causes.
+    crashes = [r for r in report.results if r.failed]
+    assert [(r.case, r.input_index) for r in crashes] == [("a", 0), ("b", 0), ("c", 0)]
+    assert all("requires_grad off" in r.message for r in crashes), crashes
+    # Without the switch the same Function warns, once.
+    warned = run_spec(
+        THREE_CASES.format(target="tests.functions.report:WastesWCrashesWithoutX", extra="")
+    )
+    assert [(r.case, r.input_index) for r in warned.results if r.status.value == "warn"] == [
+        ("a", 1)
+    ]

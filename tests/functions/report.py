@@ -42,3 +42,20 @@ class MulWastesOnlyW(torch.autograd.Function):
         x, w = ctx.saved_tensors
         grad_x = grad_output * w if ctx.needs_input_grad[0] else None
         return grad_x, grad_output * x
+
+
+class WastesWCrashesWithoutX(torch.autograd.Function):
+    """y = x * w whose backward always computes w's gradient (wasted when w is frozen) and
+    leaves x's unassigned when x needs none (a crash when x is frozen)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            grad_x = grad_output * w
+        return grad_x, grad_output * x  # grad_x unbound when x is frozen: the bug
