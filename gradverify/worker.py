@@ -14,12 +14,14 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from gradverify import interrupts
 from gradverify.results import Result
 from gradverify.tasks import InferTask
 
 
 def serve(connection: Connection, threads: int) -> None:
     """The worker's main loop (the target of each worker process)."""
+    interrupts.ignore_in_child()  # the parent ends its workers on Ctrl-C
     import torch
 
     torch.set_num_threads(max(1, threads))
