@@ -178,9 +178,9 @@ def server() -> ForkServer:
     if _server is not None and (_server.owner != os.getpid() or _server.process.poll() is not None):
         _server = None  # inherited through a fork, or died: start another
     if _server is None:
+        atexit.register(stop)  # first: a Ctrl-C held during the start is raised as it ends
         with interrupts.deferred():  # the server is born with SIGINT blocked
             _server = ForkServer()
-        atexit.register(stop)
     return _server
 
 
