@@ -136,7 +136,7 @@ def test_ctrl_c_mid_case_exits_130_and_leaves_no_process_behind(to_group: bool) 
 # group as a terminal sends it. At 0 s the fork server is not started yet; from about 0.3 s it
 # is importing torch; from about 1 s workers run cases.
 SWEEP = [
-    (0.0, 1, False), (0.0, 2, True), (0.15, 2, False), (0.3, 1, True),
+    (0.0, 1, False), (0.0, 2, True), (0.2, 2, False), (0.3, 1, True),
     (0.45, 2, True), (0.6, 1, False), (0.8, 2, False), (1.0, 1, True),
     (1.5, 2, True), (2.0, 1, False), (2.5, 2, False), (3.0, 2, True),
 ]  # fmt: skip
