@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from gradverify import interrupts
 from gradverify._version import __version__
 from gradverify.errors import GradverifyError
 from gradverify.exitcodes import ExitCode
@@ -372,7 +373,8 @@ def explain(
 def _guarded(action: Callable[[], int]) -> int:
     """User errors become one clear message (exit 2); our own bugs a plea for a report (exit 3)."""
     try:
-        return action()
+        with interrupts.armed():
+            return action()
     except GradverifyError as error:
         typer.echo(f"error: {error.render()}", err=True)
         return ExitCode.USAGE
@@ -413,4 +415,18 @@ def main() -> None:
     # cost more system time than the checks' own work (112 s against 48 s wall). Read once,
     # when torch loads, so it is set before anything imports torch (workers inherit it).
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
-    app()
+    interrupts.install()
+    try:
+        app()
+        code: int | str | None = ExitCode.OK
+    except SystemExit as exit:
+        code = exit.code
+    # Stopped here rather than at exit, so that a Ctrl-C during the stop still counts. A run
+    # that started no server never imported its module.
+    forkserver = sys.modules.get("gradverify.forkserver")
+    if forkserver is not None:
+        forkserver.stop()
+    if interrupts.release() and code != ExitCode.INTERRUPTED:  # came while exiting
+        typer.echo("interrupted", err=True)
+        code = ExitCode.INTERRUPTED
+    sys.exit(code)

@@ -2,8 +2,10 @@
 
 Isolation then costs a fork, not an import. The server never runs a torch op: forking after
 torch has started its intra-op threads can deadlock (OpenMP); forking after an import cannot.
-Server and workers ignore SIGINT: the parent that owns them kills them, so Ctrl-C ends a run
-with one message rather than a traceback from every worker. When the parent goes away, even
+Server and workers never see SIGINT: the server starts with it blocked and ignores it before
+anything else (gradverify.interrupts), and its workers inherit that. The parent that owns them
+kills them, so Ctrl-C ends a run with one message rather than a traceback from every worker,
+even when it comes while the server is still importing torch. When the parent goes away, even
 killed, the server kills and reaps its workers and exits, so no process outlives the command.
 
 Parent and server talk over a SOCK_SEQPACKET socket pair, one pickled message per packet:
@@ -28,6 +30,8 @@ import threading
 import traceback
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
+
+from gradverify import interrupts
 
 # What a worker needs before its first case; imported once, in the server.
 PRELOAD = (
@@ -131,7 +135,7 @@ class ForkServer:
             return self.exitcodes.pop(pid, None)
 
     def stop(self) -> None:
-        """End the server and every worker it forked; reap the server."""
+        """End the server and every worker it forked; reap the server (idempotent)."""
         if not self.ready:  # still importing, so no worker yet: no need to wait for it
             with contextlib.suppress(OSError):
                 self.process.kill()
@@ -174,22 +178,27 @@ def server() -> ForkServer:
     if _server is not None and (_server.owner != os.getpid() or _server.process.poll() is not None):
         _server = None  # inherited through a fork, or died: start another
     if _server is None:
-        _server = ForkServer()
-        atexit.register(stop)
+        atexit.register(stop)  # first: a Ctrl-C held during the start is raised as it ends
+        with interrupts.deferred():  # the server is born with SIGINT blocked
+            _server = ForkServer()
     return _server
 
 
 def stop() -> None:
-    """Stop this process's fork server, if it started one (idempotent)."""
+    """Stop this process's fork server, if it started one (idempotent).
+
+    A Ctrl-C waits until the server is reaped: cut short, the stop would leave the server
+    running and print a traceback from an atexit callback."""
     global _server
-    if _server is not None and _server.owner == os.getpid():
-        _server.stop()
-    _server = None
+    with interrupts.deferred():
+        if _server is not None and _server.owner == os.getpid():
+            _server.stop()
+        _server = None
 
 
 def main(control_fd: int) -> None:
     """The server process: preload, then fork workers until the parent closes its end."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    interrupts.ignore_in_child()
     control = socket.socket(fileno=control_fd)
     try:
         for module in PRELOAD:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
-from gradverify import forkserver
+from gradverify import forkserver, interrupts
 from gradverify.results import Result
 from gradverify.tasks import InferTask, Task
 from gradverify.worker import serve
@@ -97,6 +97,7 @@ class WorkerPool:
                 listener(task, kind, value)
 
         while pending or any(w.task is not None for w in self.workers):
+            interrupts.checkpoint()
             self._dispatch(pending)
             busy = [w for w in self.workers if w.task is not None]
             waitables: list[Any] = [w.connection for w in busy] + [w.process.sentinel for w in busy]
@@ -142,7 +143,8 @@ class WorkerPool:
             spawned = self.context.Process(
                 target=serve, args=(child_end, self.threads), daemon=True
             )
-            spawned.start()
+            with interrupts.deferred():  # the worker is born with SIGINT blocked
+                spawned.start()
             child_end.close()
             process = spawned
         worker = _Worker(process, parent_end)

@@ -14,21 +14,30 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from gradverify import interrupts
 from gradverify.results import Result
 from gradverify.tasks import InferTask
 
 
 def serve(connection: Connection, threads: int) -> None:
     """The worker's main loop (the target of each worker process)."""
+    interrupts.ignore_in_child()  # the parent ends its workers on Ctrl-C
     import torch
 
     torch.set_num_threads(max(1, threads))
-    from gradverify import engine
     from gradverify.checks import REGISTRY, get_check
-    from gradverify.checks.base import listen_to_phases
 
     for check_id in REGISTRY:  # import every check now, not inside a case's time limit
         get_check(check_id)
+    try:
+        _serve_cases(connection)
+    except (EOFError, ConnectionError):  # the parent went away (Ctrl-C): nobody to report to
+        return
+
+
+def _serve_cases(connection: Connection) -> None:
+    from gradverify import engine
+    from gradverify.checks.base import listen_to_phases
     from gradverify.errors import GradverifyError
 
     targets: dict[str, Any] = {}

@@ -129,3 +129,57 @@ def test_ctrl_c_mid_case_exits_130_and_leaves_no_process_behind(to_group: bool) 
     assert b"interrupted" in stderr
     assert b"Traceback" not in stderr  # no worker printed a KeyboardInterrupt
     assert marked(marker) == {}
+
+
+# (delay in s, Ctrl-C's, to the process group): from before Python has started to mid-run, once
+# and twice 10 ms apart (an impatient user, `timeout -s INT`), to the command alone and to its
+# group as a terminal sends it. At 0 s the fork server is not started yet; from about 0.3 s it
+# is importing torch; from about 1 s workers run cases.
+SWEEP = [
+    (0.0, 1, False), (0.0, 2, True), (0.2, 2, False), (0.3, 1, True),
+    (0.45, 2, True), (0.6, 1, False), (0.8, 2, False), (1.0, 1, True),
+    (1.5, 2, True), (2.0, 1, False), (2.5, 2, False), (3.0, 2, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("delay", "count", "to_group"),
+    SWEEP,
+    ids=[
+        f"{d}s-{'double' if n == 2 else 'single'}-{'group' if g else 'command'}"
+        for d, n, g in SWEEP
+    ],
+)
+def test_ctrl_c_at_any_moment_exits_130_quietly_and_leaves_no_process_behind(
+    delay: float, count: int, to_group: bool
+) -> None:
+    """One or two Ctrl-C's at any moment of a real run over the bundled specs: exit 130, no
+    traceback from the command, the fork server or a worker, and nothing left running."""
+    marker = uuid.uuid4().hex
+    process = start(ROOT / "specs", marker, own_group=to_group)
+    try:
+        time.sleep(delay)
+        if process.poll() is not None:
+            pytest.skip(f"the run ended within {delay} s, before the Ctrl-C")
+        for sent in range(count):
+            if sent:
+                time.sleep(0.01)
+            if to_group:
+                os.killpg(process.pid, signal.SIGINT)
+            else:
+                process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=10)  # a guard against a hang, no more
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert marked(marker) == {}
+    # At 0 s the interpreter may not have started: a SIGINT is then CPython's, not the
+    # command's: the kernel's default action (status -SIGINT, which a shell reports as 130
+    # too), or CPython's own "Fatal Python error" during its initialization.
+    if delay == 0 and (process.returncode == -signal.SIGINT or b"Fatal Python error" in stderr):
+        return
+    output = stdout + stderr
+    for word in (b"Traceback", b"Exception ignored", b"KeyboardInterrupt"):
+        assert word not in output, output.decode(errors="replace")
+    assert process.returncode == ExitCode.INTERRUPTED, stderr.decode(errors="replace")
+    assert b"interrupted" in stderr
