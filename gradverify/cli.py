@@ -5,6 +5,7 @@ Kept free of torch at import time so that `--help` and `--version` are instant.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
@@ -52,6 +53,13 @@ def _version(value: bool) -> None:
     if value:
         typer.echo(f"gradverify {__version__}")
         raise typer.Exit(ExitCode.OK)
+
+
+def _positive_seconds(value: float | None) -> float | None:
+    """--timeout: the standard usage error (exit 2) for a time that is not a positive number."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value:g} is not a finite number of seconds greater than 0.")
+    return value
 
 
 @app.callback()
@@ -130,12 +138,16 @@ def check(
     timeout: Annotated[
         Optional[float],  # noqa: UP045
         typer.Option(
-            "--timeout", help="Seconds per case before it fails as timed out [default: 120]."
+            "--timeout",
+            help="Seconds per case before it fails as timed out [default: 120].",
+            callback=_positive_seconds,
         ),
     ] = None,
     jobs: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--jobs", "-j", help="Cases run in parallel [default: the number of cores]."),
+        typer.Option(
+            "--jobs", "-j", min=1, help="Cases run in parallel [default: the number of cores]."
+        ),
     ] = None,
     isolation: Annotated[
         bool,

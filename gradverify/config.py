@@ -39,8 +39,8 @@ class Settings(BaseModel):
     specs: list[str] = Field(default_factory=lambda: list(DEFAULT_SPECS), min_length=1)
     tolerance: Tolerance | None = None
     mode: Literal["full", "randomized", "auto"] | None = None
-    timeout: float | None = Field(default=None, gt=0)
-    jobs: int | None = Field(default=None, ge=0)
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    jobs: int | None = Field(default=None, ge=1)
     format: str | None = None
     extra_checks: list[CheckId] | None = None  # besides the default ones, e.g. ["compile"]
 

@@ -102,6 +102,10 @@ def describe_op(spec: str, obj: Any) -> Target:
         spec, definition or overload, cloning(call, mutated) if mutated else call, parameters,
         defaults, None, False, source_file, backward_line, dirty=mutated,
         op_name=_qualified_name(op), schema_types=types, op=overload,
+        required_keywords=tuple(
+            a.name for a in overload._schema.arguments
+            if a.kwarg_only and not a.has_default_value()
+        ),
     )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from typing import Protocol
 
 import torch
 
+from gradverify.arity import check_arity
 from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
 from gradverify.folding import fold, once_per_function
@@ -68,6 +69,7 @@ def run_case(
 
     Also returns notes about the case's inputs (e.g. values drawn again away from kinks).
     """
+    check_arity(job.target, job.entry, case)  # a case that cannot fit forward: SpecError
     spec = job.entry.spec
     checks = spec.checks_for(custom_op=job.target.op_name is not None)
     this_seed = case_seed(seed, case.name)

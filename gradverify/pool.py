@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
-from gradverify import forkserver, interrupts
+from gradverify import forkserver, interrupts, stacks
 from gradverify.results import Result
 from gradverify.tasks import InferTask, Task
 from gradverify.worker import serve
@@ -41,6 +41,11 @@ class Outcome:
     user_error: str | None = None  # a spec or target error found in the worker
     internal: str | None = None  # a traceback of gradverify's own failure
     inferred: dict[str, Any] | None = None  # an InferTask's answer (gradverify.zeroconfig)
+    # At a timeout: where the user's code was stuck, the seconds the task had run, and the
+    # seconds the check running then had run.
+    stuck_at: stacks.Frame | None = None
+    elapsed: float | None = None
+    check_elapsed: float | None = None
 
 
 Listener = Callable[[Task, str, Any], None]
@@ -51,6 +56,8 @@ _Notify = Callable[[AnyTask, str, Any], None]
 class _Process(Protocol):
     """What the pool needs of a worker process (multiprocessing's or a forked one)."""
 
+    @property
+    def pid(self) -> int | None: ...
     @property
     def sentinel(self) -> int: ...
     @property
@@ -68,6 +75,9 @@ class _Worker:
     task: AnyTask | None = None
     deadline: float | None = None
     timeout: float = 0.0
+    stack_file: str | None = None  # where the worker dumps its stack when asked
+    started: float | None = None  # monotonic time its task started, and its current check
+    check_started: float | None = None
 
 
 class WorkerPool:
@@ -120,6 +130,7 @@ class WorkerPool:
                 worker.process.join()
             worker.connection.close()
             worker.process.close()
+            stacks.remove(worker.stack_file)
         self.workers = []
 
     def _dispatch(self, pending: deque[tuple[AnyTask, float]]) -> None:
@@ -170,7 +181,7 @@ class WorkerPool:
             outcome.ended = _death(worker.process.exitcode)
             self._replace(worker)
         elif worker.deadline is not None and time.monotonic() >= worker.deadline:
-            outcome.ended = f"timed out after {worker.timeout:g} s"
+            self._timed_out(worker, outcome)
             worker.process.kill()
             worker.process.join()
             self._replace(worker)
@@ -178,16 +189,34 @@ class WorkerPool:
             return
         notify(task, "ended", outcome.ended)
 
+    def _timed_out(self, worker: _Worker, outcome: Outcome) -> None:
+        """What a task that overran its time had done, and where its user code was stuck."""
+        now = time.monotonic()
+        outcome.ended = f"timed out after {worker.timeout:g} s"
+        if worker.started is not None:
+            outcome.elapsed = now - worker.started
+            outcome.check_elapsed = now - (worker.check_started or worker.started)
+        pid = worker.process.pid
+        if worker.stack_file is not None and pid is not None:
+            dump = stacks.stack_of(pid, worker.stack_file)
+            outcome.stuck_at = stacks.innermost_user_frame(dump)
+
     def _receive(
         self, worker: _Worker, message: tuple[Any, ...], outcome: Outcome, notify: _Notify
     ) -> None:
         kind = message[0]
         task = worker.task
         assert task is not None
+        if kind == "ready":
+            worker.stack_file = message[1] if len(message) > 1 else None
+            return
         if kind == "started":
-            worker.deadline = time.monotonic() + worker.timeout
+            worker.started = time.monotonic()
+            worker.deadline = worker.started + worker.timeout
+            worker.check_started = None
         elif kind == "check":
             outcome.check, outcome.phase = message[2], None
+            worker.check_started = time.monotonic()
         elif kind == "phase":
             outcome.phase = message[2]
         elif kind == "results":
@@ -205,6 +234,7 @@ class WorkerPool:
         notify(task, kind, message[2] if len(message) > 2 else None)
 
     def _replace(self, worker: _Worker) -> None:
+        stacks.remove(worker.stack_file)
         worker.connection.close()
         worker.process.close()
         self.workers.remove(worker)

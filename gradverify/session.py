@@ -115,6 +115,8 @@ def _infer_in_worker(options: RunOptions) -> Callable[[str], dict[str, Any]]:
             raise InternalError(outcome.internal)
         if outcome.inferred is None:
             where = f" in {outcome.phase}" if outcome.phase else ""
+            if outcome.stuck_at is not None:
+                where += f" at {outcome.stuck_at.location}"
             raise GradverifyError(
                 f"cannot infer inputs for {target}: the trial run of inputs inferred from "
                 f"forward's signature {_short(outcome.ended or 'ended')}{where}. Write a spec "
@@ -166,29 +168,73 @@ def _ended_results(task: Task, outcome: Outcome) -> list[Result]:
     ran = {result.check for result in outcome.results}
     # The target was loaded in the worker: `compile` run or running says it is a custom op.
     checks = spec.checks_for(custom_op="compile" in {*ran, outcome.check})
-    current = (
-        outcome.check
-        if outcome.check in checks
-        else next((c for c in checks if c not in ran), None)
-    )
+    current = _ended_in(outcome, checks, ran)
     if current is None:
         return []
-    where = f" in {outcome.phase}" if outcome.phase else ""
     line = task.entry.case_lines.get(task.case, task.entry.line)
 
-    def result(check: str, status: Status, message: str) -> Result:
+    def result(check: str, status: Status, message: str, **fields: Any) -> Result:
         return Result(
             target=spec.target or "", case=task.case, check=check, status=status,
-            message=message, spec_file=task.entry.file, spec_line=line,
+            message=message, spec_file=task.entry.file, spec_line=line, **fields,
         )  # fmt: skip
 
-    ended = [result(current, Status.FAIL, f"{outcome.ended}{where} (during check {current})")]
-    later = checks[checks.index(current) + 1 :]
+    ended = [result(current, Status.FAIL, _ended_message(outcome, current), **_timing(outcome))]
     ended.extend(
         result(check, Status.SKIP, f"not run: the case's process {_short(outcome.ended or '')}")
-        for check in later
+        for check in checks
+        if check not in ran and check != current
     )
     return ended
+
+
+def _ended_in(outcome: Outcome, checks: Sequence[str], ran: set[str]) -> str | None:
+    """The check a case's process ended in. Ended before any check started (building and
+    settling the inputs calls forward): `forward`, the check that runs forward first."""
+    if outcome.check in checks:
+        return outcome.check
+    if outcome.check is None and outcome.phase == "forward" and "forward" in checks:
+        return "forward"
+    return next((c for c in checks if c not in ran), None)
+
+
+def _ended_message(outcome: Outcome, check: str) -> str:
+    where = f" in {outcome.phase}" if outcome.phase else ""
+    stuck = f" at {outcome.stuck_at.location}" if outcome.stuck_at is not None else ""
+    during = (
+        f"during check {check}"
+        if outcome.check is not None
+        else "while preparing the case's inputs, before its first check"
+    )
+    return f"{outcome.ended}{where}{stuck} ({during})"
+
+
+def _timing(outcome: Outcome) -> dict[str, Any]:
+    """A timeout's cost so far, check by check, and what to do: it is not a finding."""
+    if outcome.elapsed is None:
+        return {}
+    fields: dict[str, Any] = {
+        "seconds": max(0.0, outcome.elapsed - sum(r.seconds for r in outcome.results))
+    }
+    if outcome.stuck_at is not None:
+        fields["source_file"] = outcome.stuck_at.file
+        fields["source_line"] = outcome.stuck_at.line
+    spent: dict[str, float] = {}
+    for finished in outcome.results:
+        spent[finished.check] = spent.get(finished.check, 0.0) + finished.seconds
+    so_far = ", ".join(f"{check} {seconds:.2f} s" for check, seconds in spent.items())
+    running = outcome.check or "preparing the inputs"
+    fields["details"] = (
+        f"time so far: {so_far or 'no check finished'}; {running} ran "
+        f"{outcome.check_elapsed or 0.0:.2f} s until stopped ({outcome.elapsed:.2f} s in all)",
+    )
+    leave_out = f", or leave {outcome.check} out with `checks:`" if outcome.check else ""
+    fields["hint"] = (
+        "no finding: the case ran out of time. If your code never returns from the line named, fix that; "
+        "if it is only slow, give the case more time (`timeout:` in the spec, or --timeout), "
+        f"a smaller shape, `mode: randomized` (random projections, not whole Jacobians){leave_out}"
+    )
+    return fields
 
 
 def _short(ended: str) -> str:

@@ -50,6 +50,10 @@ class Target:
     schema_types: dict[str, str] = field(default_factory=dict)
     # An op's OpOverload as torch holds it (opcheck tests it); `call` wraps it.
     op: Any = None
+    # Keyword-only parameters without a default: a case's inputs, passed by position, can
+    # never fill them (gradverify.arity says so before anything runs).
+    required_keywords: tuple[str, ...] = ()
+    signature_known: bool = True  # False: inspect could not read forward's signature
 
     def argument_name(self, index: int) -> str | None:
         """forward's name for positional argument `index` (literals counted)."""
@@ -201,15 +205,16 @@ def _describe(spec: str, obj: Any) -> Target:
         raise TargetError(
             spec, f"{type(obj).__name__} object is not callable; point at a Function or a function"
         )
-    parameters, defaults, variadic = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
+    signature = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
     source_file, backward_line = source_of(inspect.unwrap(obj.backward) if is_function else obj)
     once = is_function and _is_once_differentiable(obj.backward)
     dirty = dirty_arguments(obj, new_style=not _takes_ctx(obj)) if is_function else DirtyArguments()
     if dirty:
         call = cloning(call, dirty)
     return Target(
-        spec, obj, call, parameters, defaults, variadic, is_function, source_file, backward_line,
-        once, dirty,
+        spec, obj, call, signature.parameters, signature.defaults, signature.variadic,
+        is_function, source_file, backward_line, once, dirty,
+        required_keywords=signature.required_keywords, signature_known=signature.known,
     )  # fmt: skip
 
 
@@ -251,19 +256,29 @@ def _takes_ctx(function_class: Any) -> bool:
     return function_class.setup_context is torch.autograd.Function.setup_context
 
 
-def _signature(
-    forward: Callable[..., Any], drop_ctx: bool
-) -> tuple[tuple[str, ...], dict[str, Any], str | None]:
+@dataclass(frozen=True)
+class _Signature:
+    parameters: tuple[str, ...] = ()
+    defaults: dict[str, Any] = field(default_factory=dict)
+    variadic: str | None = None
+    required_keywords: tuple[str, ...] = ()
+    known: bool = True
+
+
+def _signature(forward: Callable[..., Any], drop_ctx: bool) -> _Signature:
     try:
         parameters = list(inspect.signature(forward).parameters.values())
     except (TypeError, ValueError):
-        return (), {}, None
+        return _Signature(known=False)
     if drop_ctx and parameters:
         parameters = parameters[1:]
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     variadic = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
     defaults = {p.name: p.default for p in positional if p.default is not p.empty}
-    return tuple(p.name for p in positional), defaults, variadic
+    keywords = tuple(
+        p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty
+    )
+    return _Signature(tuple(p.name for p in positional), defaults, variadic, keywords)
 
 
 def source_of(obj: Any) -> tuple[str | None, int | None]:

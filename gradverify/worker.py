@@ -39,12 +39,16 @@ def _serve_cases(connection: Connection) -> None:
     from gradverify import engine
     from gradverify.checks.base import listen_to_phases
     from gradverify.errors import GradverifyError
+    from gradverify.stacks import dump_on_signal, remove
 
     targets: dict[str, Any] = {}
-    connection.send(("ready",))
+    # At a timeout the parent asks for this process's stack, to say where the case was stuck.
+    stack_file = dump_on_signal()
+    ready = _send_or_gone(connection, ("ready", stack_file))
     while True:
-        task = connection.recv()
+        task = _receive_or_gone(connection) if ready else None
         if task is None:
+            remove(stack_file)
             return
         connection.send(("started", task.id))
         reporter = _Reporter(connection, task.id)
@@ -69,6 +73,24 @@ def _serve_cases(connection: Connection) -> None:
             connection.send(("internal", task.id, traceback.format_exc()))
         finally:
             listen_to_phases(None)
+
+
+def _send_or_gone(connection: Connection, message: tuple[Any, ...]) -> bool:
+    """Send `message`; False when the parent has gone away (Ctrl-C before this worker was
+    ready): the worker then ends quietly, not with a traceback."""
+    try:
+        connection.send(message)
+    except OSError:
+        return False
+    return True
+
+
+def _receive_or_gone(connection: Connection) -> Any:
+    """The next task; None (stop) when the parent says so or has gone away."""
+    try:
+        return connection.recv()
+    except (EOFError, OSError):
+        return None
 
 
 class _Reporter:

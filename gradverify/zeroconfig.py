@@ -24,6 +24,8 @@ class InferenceError(GradverifyError):
 
 def infer_entry(target: Target) -> tuple[SpecEntry, str]:
     """A spec entry for `target` with one case, and a note saying what was inferred."""
+    if target.variadic is not None and not target.parameters:
+        raise InferenceError(_needs_a_spec(target))
     inference = infer(target)
     if inference.rejection is not None:
         raise InferenceError(_explain(inference))
@@ -75,6 +77,16 @@ def _note(inference: Inference) -> str:
     if not inference.ran:
         note += " forward ran on them but backward did not run well on any guess: see below."
     return note
+
+
+def _needs_a_spec(target: Target) -> str:
+    """forward(ctx, *tensors): how many inputs, and of what shape, only a spec can say."""
+    path = f"specs/{file_name(target.spec)}"
+    return (
+        f"cannot infer inputs for {target.spec}: forward takes *{target.variadic}, any number "
+        f"of inputs, so how many to pass needs a spec. `gradverify init {target.spec}` "
+        f"writes a starter ({path}) to fill in; then run: gradverify check {path}"
+    )
 
 
 def _explain(inference: Inference) -> str:

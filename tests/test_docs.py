@@ -186,6 +186,10 @@ def project(template, tmp_path, monkeypatch) -> Path:
     root = tmp_path / "project"
     shutil.copytree(template, root)
     monkeypatch.chdir(root)
+    # An earlier test's mypkg (test_authoring's, with another ClippedReLU) may still be
+    # imported: this project's is imported anew.
+    for name in [m for m in sys.modules if m == "mypkg" or m.startswith("mypkg.")]:
+        del sys.modules[name]
     before = set(sys.modules)
     yield root
     # The project's modules (mypkg, path/to/ops.py) are imported anew by the next command.

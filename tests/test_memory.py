@@ -206,3 +206,23 @@ def test_the_console_script_fails_the_case_and_runs_the_others(tmp_path: Path) -
     assert statuses[("small", "forward")] == statuses[("small", "backward")] == "pass"
     huge = next(r for r in results if (r["case"], r["check"]) == ("huge", "forward"))
     assert "needs 80 GB for argument 0 (x) [100000, 100000] float64" in huge["message"]
+
+
+def test_a_refused_case_says_what_it_stopped_below_the_forward_panel(
+    tmp_path: Path, in_repo: Path
+) -> None:
+    """lint runs before forward, but its 'not run (forward failed above)' line must come
+    after the forward panel it points at, in one line with the other stopped checks."""
+    spec = tmp_path / "huge.yaml"
+    spec.write_text(
+        "target: tests.functions.correct:Square\n"
+        "cases: [{name: huge, inputs: [{shape: [1000000, 1000000]}]}]\n"
+    )
+    result = CliRunner().invoke(app, ["check", "--no-cache", str(spec)])
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    panel = next(i for i, line in enumerate(lines) if "✗ forward" in line)
+    stopped = [i for i, line in enumerate(lines) if "not run (forward failed above)" in line]
+    stopped += [i for i, line in enumerate(lines) if line.strip().startswith("lint")]
+    assert stopped and min(stopped) > panel, result.stdout
+    assert sum("failed above" in line for line in lines) == 1, result.stdout

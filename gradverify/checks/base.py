@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sysconfig
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import torch
@@ -16,12 +14,8 @@ from gradverify.memory import is_allocation_failure, out_of_memory
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.spec.models import FunctionSpec, Tolerance
+from gradverify.stacks import is_user_frame
 from gradverify.target import Target
-
-_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
-_EXAMPLES_DIR = str(Path(_PACKAGE_DIR) / "examples")
-_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
-_STDLIB_DIR = str(Path(sysconfig.get_paths()["stdlib"]).resolve())
 
 
 @dataclass
@@ -159,21 +153,6 @@ def first_line(error: BaseException) -> str:
     """The first line of an exception's message: how a crash is named in one line."""
     text = str(error).strip()
     return text.splitlines()[0] if text else "(no message)"
-
-
-def is_user_frame(filename: str) -> bool:
-    """Whether a traceback frame is the user's code: not gradverify's, torch's or Python's own
-    (an argument missing from a case raises inside the standard library's `inspect`)."""
-    if filename.startswith(_EXAMPLES_DIR):  # the bundled examples are user code too
-        return True
-    if filename.startswith(_STDLIB_DIR) and not _in_site_packages(filename):
-        return False
-    return not filename.startswith((_PACKAGE_DIR, _TORCH_DIR, "<"))
-
-
-def _in_site_packages(filename: str) -> bool:
-    parts = Path(filename).parts
-    return "site-packages" in parts or "dist-packages" in parts
 
 
 def _user_frames(error: BaseException) -> list[str]:

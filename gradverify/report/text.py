@@ -172,7 +172,39 @@ def _findings(results: Sequence[Result], warnings: bool, skips: bool) -> list[Re
             items.append(line)
         if result.check not in line.checks:
             line.checks.append(result.check)
-    return [item.renderable() if isinstance(item, _Line) else _panel(item) for item in items]
+    ordered = _after_their_findings(items)
+    return [item.renderable() if isinstance(item, _Line) else _panel(item) for item in ordered]
+
+
+def _after_their_findings(items: Sequence[Result | _Line]) -> list[Result | _Line]:
+    """A line that points at a finding (`lint: not run (forward failed above)`) put after
+    that finding's panel when it came first (a case refused before any check ran fails at
+    forward, and lint comes before it); lines that say the same then merge into one."""
+    shown: set[str] = set()
+    waiting: dict[str, list[_Line]] = {}
+    ordered: list[Result | _Line] = []
+
+    def place(item: Result | _Line) -> None:
+        last = ordered[-1] if ordered else None
+        if isinstance(item, _Line) and isinstance(last, _Line) and last.key == item.key:
+            last.checks.extend(c for c in item.checks if c not in last.checks)
+        else:
+            ordered.append(item)
+
+    for item in items:
+        pointing = isinstance(item, _Line) and item.key[0] in ("same", "stopped")
+        if pointing and isinstance(item, _Line) and item.key[1] not in shown:
+            waiting.setdefault(item.key[1], []).append(item)
+            continue
+        place(item)
+        if isinstance(item, Result):
+            shown.add(item.check)
+            for line in waiting.pop(item.check, []):
+                place(line)
+    for lines in waiting.values():  # the finding is not shown (a hidden warning): as they came
+        for line in lines:
+            place(line)
+    return ordered
 
 
 def _line_for(result: Result, warnings: bool, skips: bool) -> _Line | None:

@@ -236,7 +236,8 @@ class FunctionSpec(_Strict):
     # layouts warns (once per Function) when backward computes a gradient it need not.
     wasted_work: bool = True
     mode: Literal["full", "randomized", "auto"] = "auto"  # full Jacobians, or random projections
-    timeout: float = Field(default=120.0, gt=0)  # seconds per case, in a worker process
+    # seconds per case, in a worker process; finite: a deadline of inf overflows select()
+    timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     checks: list[CheckId] | None = Field(default=None, min_length=1)
     extra_checks: list[CheckId] = Field(default_factory=list)  # run besides the default ones
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
