@@ -369,7 +369,7 @@ def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any])
     """backward's own return where it can be called directly, so that autograd reshapes nothing."""
     import torch
 
-    from gradverify.checks.graph import backward_return
+    from gradverify.numerics.graph import backward_return
 
     ones = [torch.ones_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
     return backward_return(target, outputs, arguments, ones)

@@ -18,14 +18,14 @@ from typing import Any
 
 import torch
 
-from gradverify.checks.base import UserCodeError, call_forward
-from gradverify.checks.diagonal import diagonal_kinks, is_elementwise
-from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows
-from gradverify.checks.noise import faint_rows, noise_rows
-from gradverify.checks.sampling import Evaluate, line_through, sample
 from gradverify.inputs import fresh_copies, redraw_values
+from gradverify.numerics.diagonal import diagonal_kinks, is_elementwise
+from gradverify.numerics.kinks import OFFSETS, nondifferentiable_rows
+from gradverify.numerics.noise import faint_rows, noise_rows
+from gradverify.numerics.sampling import Evaluate, line_through, sample
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
 from gradverify.target import Target
+from gradverify.usercode import UserCodeError, call_forward
 
 MAX_TRIES = 5
 # Group testing costs five forward calls and O(n) work per probe (see `grouped_near_kinks`);

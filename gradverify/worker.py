@@ -37,9 +37,9 @@ def serve(connection: Connection, threads: int) -> None:
 
 def _serve_cases(connection: Connection) -> None:
     from gradverify import engine
-    from gradverify.checks.base import listen_to_phases
     from gradverify.errors import GradverifyError
     from gradverify.stacks import dump_on_signal, remove
+    from gradverify.usercode import listen_to_phases
 
     targets: dict[str, Any] = {}
     # At a timeout the parent asks for this process's stack, to say where the case was stuck.

@@ -8,9 +8,16 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks import dynamo
 from gradverify.checks.backward import GRAD_OUTPUT_SALT, _grad_outputs
-from gradverify.checks.base import (
+from gradverify.checks.shared import dynamo
+from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.memory import is_allocation_failure
+from gradverify.numerics.compare import compare
+from gradverify.numerics.jacobian import differentiable_outputs, element_words, unravel
+from gradverify.paths import user_path
+from gradverify.results import Result, Status
+from gradverify.target import source_of
+from gradverify.usercode import (
     CaseContext,
     UserCodeError,
     call_forward,
@@ -18,13 +25,6 @@ from gradverify.checks.base import (
     dtype_name,
     user_code,
 )
-from gradverify.checks.compare import compare
-from gradverify.checks.jacobian import differentiable_outputs, element_words, unravel
-from gradverify.inputs import differentiable_indices, fresh_copies
-from gradverify.memory import is_allocation_failure
-from gradverify.paths import user_path
-from gradverify.results import Result, Status
-from gradverify.target import source_of
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result, user_code
-from gradverify.checks.compare import compare
-from gradverify.checks.graph import backward_return, function_node
-from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.numerics.compare import compare
+from gradverify.numerics.graph import backward_return, function_node
+from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.results import Result, Status
 from gradverify.target import load_target
+from gradverify.usercode import CaseContext, UserCodeError, call_forward, crash_result, user_code
 
 
 class ExpectedGradientCheck:

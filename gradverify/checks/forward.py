@@ -6,10 +6,10 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result
-from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.inputs import fresh_copies
+from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.results import Result, Status
+from gradverify.usercode import CaseContext, UserCodeError, call_forward, crash_result
 
 
 class ForwardCheck:

@@ -11,12 +11,6 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import CaseContext, UserCodeError, call_forward, crash_result
-from gradverify.checks.compare import Comparison
-from gradverify.checks.complex_parts import (
-    NO_PARTS,
-    Parts,
-)
 from gradverify.checks.finite_difference import (
     Blocks,
     assess,
@@ -24,22 +18,13 @@ from gradverify.checks.finite_difference import (
     noise_hint,
 )
 from gradverify.checks.gradcheck import float64_case, nothing_to_check
-from gradverify.checks.jacobian import (
-    OutputLayout,
-    analytical_jacobians,
-    differentiable_outputs,
-    numerical_jacobian,
-)
-from gradverify.checks.kinks import hold_fixed, kink_masks
-from gradverify.checks.modes import (
+from gradverify.checks.shared.modes import (
     held_masks,
     randomized_kink_warning,
     search_notes,
     second_order_problem,
 )
-from gradverify.checks.noise import rounding_hint
-from gradverify.checks.randomized import Examination, Localizer, Problem
-from gradverify.checks.torch_gradcheck import (
+from gradverify.checks.shared.torch_gradcheck import (
     explain_other_failure,
     held_fixed_verdict,
     parse_mismatch,
@@ -47,7 +32,22 @@ from gradverify.checks.torch_gradcheck import (
     torch_complaint,
 )
 from gradverify.inputs import differentiable_indices
+from gradverify.numerics.compare import Comparison
+from gradverify.numerics.complex_parts import (
+    NO_PARTS,
+    Parts,
+)
+from gradverify.numerics.jacobian import (
+    OutputLayout,
+    analytical_jacobians,
+    differentiable_outputs,
+    numerical_jacobian,
+)
+from gradverify.numerics.kinks import hold_fixed, kink_masks
+from gradverify.numerics.localizer import Examination, Localizer, Problem
+from gradverify.numerics.noise import rounding_hint
 from gradverify.results import Result, Status
+from gradverify.usercode import CaseContext, UserCodeError, call_forward, crash_result
 
 FIRST_ORDER_CHECKS = ("finite_difference", "gradcheck")
 

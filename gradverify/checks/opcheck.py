@@ -18,7 +18,11 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import (
+from gradverify.checks.shared.dynamo import quiet
+from gradverify.inputs import fresh_copies
+from gradverify.results import Result, Status
+from gradverify.target import Target, source_of
+from gradverify.usercode import (
     CaseContext,
     UserCodeError,
     call_forward,
@@ -26,10 +30,6 @@ from gradverify.checks.base import (
     last_user_frame,
     user_code,
 )
-from gradverify.checks.dynamo import quiet
-from gradverify.inputs import fresh_copies
-from gradverify.results import Result, Status
-from gradverify.target import Target, source_of
 
 # torch.library.opcheck's default tests, in the order it runs them, and what each verifies.
 TESTS = {

@@ -14,7 +14,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.base import (
+from gradverify.checks.finite_difference import promotion_notes
+from gradverify.inputs import build_inputs, differentiable_indices, fresh_copies
+from gradverify.numerics.compare import Comparison, compare
+from gradverify.numerics.jacobian import differentiable_outputs, unravel
+from gradverify.results import Result, Status
+from gradverify.target import Target
+from gradverify.usercode import (
     CaseContext,
     UserCodeError,
     call_forward,
@@ -22,12 +28,6 @@ from gradverify.checks.base import (
     dtype_name,
     user_code,
 )
-from gradverify.checks.compare import Comparison, compare
-from gradverify.checks.finite_difference import promotion_notes
-from gradverify.checks.jacobian import differentiable_outputs, unravel
-from gradverify.inputs import build_inputs, differentiable_indices, fresh_copies
-from gradverify.results import Result, Status
-from gradverify.target import Target
 
 BATCH = 3
 NO_VMAP = "the Function defines no vmap rule (vmap or generate_vmap_rule)"

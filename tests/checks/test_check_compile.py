@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gradverify.checks import dynamo
+from gradverify.checks.shared import dynamo
 from gradverify.config import Config, ConfigError, Settings, load_config, with_defaults
 from gradverify.errors import SpecError
 from gradverify.examples import compiled as examples

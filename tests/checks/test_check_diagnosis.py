@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gradverify.checks.compare import compare
-from gradverify.checks.diagnosis import diagnose
+from gradverify.numerics.compare import compare
+from gradverify.numerics.diagnosis import diagnose
 
 ATOL, RTOL = 1e-5, 1e-3
 

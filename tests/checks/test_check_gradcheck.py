@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from gradverify.checks.torch_gradcheck import Mismatch, explain_other_failure, parse_mismatch
+from gradverify.checks.shared.torch_gradcheck import Mismatch, explain_other_failure, parse_mismatch
 from tests.functions.mapping import AxpyLiteralFirst
 from tests.functions.value_bugs import FlippedSign
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gradverify.checks.kinks import OFFSETS, nondifferentiable_rows, samples
+from gradverify.numerics.kinks import OFFSETS, nondifferentiable_rows, samples
 
 CLIPPED_AT_KINKS = """
 target: gradverify.examples.activations:ClippedReLU

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 import gradverify
-from gradverify.checks.maps import MAX_COLUMNS, MAX_ROWS
 from gradverify.examples.activations import ClippedReLU
 from gradverify.examples.buggy import ClippedReLUForgotMask
+from gradverify.numerics.maps import MAX_COLUMNS, MAX_ROWS
 from gradverify.results import Result, Status
 
 CLIP = 1.0  # ClippedReLUForgotMask's gradient is wrong exactly where x > CLIP

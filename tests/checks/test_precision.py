@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gradverify.checks.kinks import find_kinks
-from gradverify.checks.noise import faint_rows, noise_rows
-from gradverify.checks.sampling import line_through, sample
+from gradverify.numerics.kinks import find_kinks
+from gradverify.numerics.noise import faint_rows, noise_rows
+from gradverify.numerics.sampling import line_through, sample
 
 ROUNDING = "errors of the size of float32 rounding"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from gradverify.checks.sampling import OFFSETS, fit_residual
+from gradverify.numerics.sampling import OFFSETS, fit_residual
 
 
 def test_a_quadratic_has_no_residual_and_a_kink_has_one():

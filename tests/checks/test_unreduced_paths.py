@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from gradverify.checks.unreduced import PATHS
+from gradverify.checks.backward.unreduced import PATHS
 from tests.functions.structure_hints import BiasAddUnreduced
 
 X = torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))

@@ -1,0 +1,419 @@
+"""`backward`: what backward itself returns is well-formed, finite, deterministic and side-effect free."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from gradverify.checks.backward.unreduced import summed_by_autograd, unreduced_warning
+from gradverify.checks.forward import no_gradient_to_check
+from gradverify.inputs import fresh_copies
+from gradverify.numerics.graph import backward_return
+from gradverify.numerics.jacobian import differentiable_outputs, unravel
+from gradverify.numerics.stochastic import run_to_run_spread
+from gradverify.results import Result, Status
+from gradverify.usercode import (
+    CaseContext,
+    UserCodeError,
+    call_forward,
+    crash_result,
+    dtype_name,
+    user_code,
+)
+
+Gradients = tuple[Any, ...]  # one entry per forward argument
+GRAD_OUTPUT_SALT = 1  # seeds the grad_outputs backward is called with (compile takes the same)
+
+
+class BackwardCheck:
+    """Backward's raw return: count, shape, dtype, device, finiteness, determinism, no in-place grad_output."""
+
+    id: ClassVar[str] = "backward"
+    description: ClassVar[str] = (
+        "backward returns one well-formed, finite gradient per argument, deterministically, "
+        "without modifying grad_output"
+    )
+
+    def run(self, context: CaseContext) -> list[Result]:
+        arguments = fresh_copies(context.arguments)
+        if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in arguments):
+            return [context.result(self.id, Status.SKIP, "no argument requires grad")]
+        try:
+            outputs = call_forward(context.target.call, arguments)
+        except UserCodeError as error:
+            return [crash_result(context, self.id, error)]
+        nothing = no_gradient_to_check(context, self.id)
+        if nothing is not None:
+            return [nothing]
+        if not differentiable_outputs(outputs):
+            return [context.result(self.id, Status.SKIP, "no output is differentiable")]
+        grad_outputs = _grad_outputs(outputs, context.generator(GRAD_OUTPUT_SALT))
+        snapshots = [(g.clone(), g._version) if g is not None else None for g in grad_outputs]
+        try:
+            first = _run_backward(context, outputs, arguments, grad_outputs)
+        except UserCodeError as error:
+            invalid = _invalid_registered_gradient(context, self.id, error, arguments)
+            return [invalid or crash_result(context, self.id, error)]
+
+        problems = _modified_grad_outputs(context, self.id, grad_outputs, snapshots)
+        count_problem = _count_problem(context, self.id, first, arguments)
+        if count_problem is not None:
+            return [*problems, count_problem]
+        problems += _malformed(context, self.id, first, arguments)
+        if problems:
+            return problems
+        try:
+            again = _run_backward(
+                context, outputs, arguments, [s[0].clone() if s else None for s in snapshots]
+            )
+        except UserCodeError as error:
+            return [crash_result(context, self.id, error)]
+        spread = None
+        if context.spec.gradient == "approximate":
+            spread = run_to_run_spread(first, again)  # a stochastic estimator's, as declared
+        else:
+            problems += _nondeterministic(context, self.id, first, again, arguments)
+        if problems:
+            return problems
+        crash = _partial_use_crash(context, self.id, outputs, arguments, snapshots)
+        if crash is not None:
+            return [crash]
+        warnings = [
+            unreduced_warning(context, self.id, index, grad, outputs, grad_outputs)
+            for index, (argument, grad) in enumerate(zip(arguments, first, strict=False))
+            if isinstance(grad, torch.Tensor) and isinstance(argument, torch.Tensor)
+            and argument.requires_grad and summed_by_autograd(grad, argument)
+        ]  # fmt: skip
+        return warnings or [
+            context.result(self.id, Status.PASS, _summary(first, arguments, spread))
+        ]
+
+
+# What torch's autograd engine (validate_outputs) raises for an op's registered backward that
+# returns a gradient not fit for its argument: "Function GeneratedBackwardFor_ns_op_default-
+# Backward returned an invalid gradient at index 0 - got [] but expected shape compatible with
+# [4]", or "- expected dtype|layout|device X but got Y". The index counts tensor arguments.
+_INVALID_GRADIENT = re.compile(
+    r"returned an invalid gradient at index (?P<index>\d+) - "
+    r"(?:got (?P<got_shape>\[[^\]]*\]) but expected shape compatible with "
+    r"(?P<expected_shape>\[[^\]]*\])"
+    r"|expected (?P<kind>d?type|layout|device) (?P<expected>.+?) but got (?P<got>.+?)$)",
+    re.MULTILINE,
+)
+
+
+def _invalid_registered_gradient(
+    context: CaseContext, check: str, error: UserCodeError, arguments: Sequence[Any]
+) -> Result | None:
+    """A custom op's registered backward returned a gradient of the wrong shape, dtype, layout
+    or device, as torch reports it: said in our words, torch's text kept in the details."""
+    match = _INVALID_GRADIENT.search(str(error.error))
+    if context.target.op_name is None or match is None:
+        return None
+    tensors = [i for i, argument in enumerate(arguments) if isinstance(argument, torch.Tensor)]
+    position = int(match["index"])
+    index = tensors[position] if position < len(tensors) else None
+    which = context.describe_argument(index) if index is not None else f"tensor {position}"
+    if match["got_shape"] is not None:
+        what = f"of shape {match['got_shape']}"
+        expected = match["expected_shape"]
+    else:
+        kind = "dtype" if match["kind"] == "type" else match["kind"]
+        what = f"with {kind} {match['got']}"
+        expected = match["expected"]
+    return context.result(
+        check,
+        Status.FAIL,
+        f"the registered backward returns a gradient {what} for {which}, expected {expected}",
+        input_index=index,
+        hint="register_autograd's backward returns one gradient per argument, each in its "
+        "argument's shape, dtype and device (None where there is none)",
+        details=error.frames,  # torch's words last
+        source_file=context.target.source_file,
+        source_line=context.target.backward_line,
+    )
+
+
+def _grad_outputs(outputs: Sequence[Any], generator: torch.Generator) -> list[torch.Tensor | None]:
+    """Seeded random grad_outputs for differentiable outputs; zeros for the others, as autograd does."""
+    differentiable = {index for index, _ in differentiable_outputs(outputs)}
+    grads: list[torch.Tensor | None] = []
+    for index, output in enumerate(outputs):
+        if not isinstance(output, torch.Tensor):
+            grads.append(None)
+        elif index in differentiable:
+            random = torch.randn(output.shape, generator=generator, dtype=torch.float64)
+            grads.append(random.to(dtype=output.dtype, device=output.device))
+        else:
+            grads.append(torch.zeros_like(output))
+    return grads
+
+
+def _run_backward(
+    context: CaseContext,
+    outputs: Sequence[Any],
+    arguments: Sequence[Any],
+    grad_outputs: Sequence[Any],
+) -> Gradients:
+    """backward's raw return, called directly where possible so that autograd casts nothing."""
+    with user_code("backward"):
+        return backward_return(context.target, outputs, arguments, grad_outputs)
+
+
+def _partial_use_crash(
+    context: CaseContext,
+    check: str,
+    outputs: Sequence[Any],
+    arguments: Sequence[Any],
+    snapshots: Sequence[Any],
+) -> Result | None:
+    """A Function with several differentiable outputs, used one output at a time.
+
+    Autograd then passes zeros for the unused outputs' grad_outputs, or None when the Function
+    called ctx.set_materialize_grads(False); a backward that assumes a tensor crashes.
+    """
+    selected = differentiable_outputs(outputs)
+    if not context.target.is_function or len(selected) < 2:
+        return None
+    wrt = [a for a in arguments if isinstance(a, torch.Tensor) and a.requires_grad]
+    for index, output in selected:
+        grad_output = snapshots[index][0].clone()
+        try:
+            with user_code("backward"):
+                torch.autograd.grad(
+                    [output], wrt, [grad_output], retain_graph=True, allow_unused=True
+                )
+        except UserCodeError as error:
+            return context.result(
+                check,
+                Status.FAIL,
+                f"backward crashes when only output {index} is used (the other grad_outputs are "
+                f"undefined/None): {error}",
+                output_index=index,
+                hint="treat a None grad_output as zeros, or keep ctx.set_materialize_grads(True)",
+                details=error.frames,
+            )
+    return None
+
+
+def _count_problem(
+    context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]
+) -> Result | None:
+    expected = len(arguments)
+    names = ", ".join(filter(None, (context.target.argument_name(i) for i in range(expected))))
+    if len(grads) < expected:
+        return context.result(
+            check,
+            Status.FAIL,
+            f"backward returned {len(grads)} value(s), but forward takes {expected} argument(s) ({names})",
+            hint="return one gradient per forward argument, in order, with None for arguments that "
+            "have no gradient (literals, integer tensors)",
+        )
+    extra = [i for i in range(expected, len(grads)) if grads[i] is not None]
+    if extra:
+        return context.result(
+            check,
+            Status.FAIL,
+            f"backward returned {len(grads)} values, but forward takes {expected} argument(s) ({names}); "
+            f"value {extra[0]} is not None",
+            hint="extra trailing values must be None",
+        )
+    return None
+
+
+def _malformed(
+    context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]
+) -> list[Result]:
+    problems: list[Result] = []
+    for index, (argument, grad) in enumerate(zip(arguments, grads, strict=False)):
+        if grad is None:
+            continue
+        describe = context.describe_argument(index)
+
+        def fail(
+            message: str,
+            hint: str | None = None,
+            element: tuple[int, ...] | None = None,
+            index: int = index,
+        ) -> None:
+            problems.append(
+                context.result(
+                    check, Status.FAIL, message, input_index=index, hint=hint, element=element
+                )
+            )
+
+        if not isinstance(grad, torch.Tensor):
+            fail(
+                f"backward returned a {type(grad).__name__} as the gradient of {describe}; expected a tensor or None"
+            )
+        elif not isinstance(argument, torch.Tensor):
+            fail(
+                f"backward returned a tensor gradient for {describe}, which is a {type(argument).__name__}, not a tensor",
+                "return None for arguments that are not tensors",
+            )
+        elif not argument.requires_grad or summed_by_autograd(grad, argument):
+            continue  # autograd sums a broadcast gradient back: a warning, once all else passes
+        elif grad.shape != argument.shape:
+            fail(
+                f"gradient of {describe} has shape {list(grad.shape)}, but the argument has shape {list(argument.shape)}",
+                _shape_hint(grad.shape, argument.shape, context.target.argument_name(index)),
+            )
+        elif grad.dtype != argument.dtype:
+            fail(
+                f"gradient of {describe} is {dtype_name(grad.dtype)}, but the argument is {dtype_name(argument.dtype)}",
+                _dtype_hint(grad.dtype, argument.dtype),
+            )
+        elif grad.device != argument.device:
+            fail(
+                f"gradient of {describe} is on {grad.device}, but the argument is on {argument.device}"
+            )
+        elif not bool(torch.isfinite(grad).all()):
+            flat = int((~torch.isfinite(grad)).reshape(-1).nonzero()[0].item())
+            element = unravel(flat, grad.shape)
+            value = grad.reshape(-1)[flat].item()
+            fail(
+                f"gradient of {describe} is {value} at element {list(element)} for finite inputs",
+                "likely a division by zero or an overflow in backward",
+                element,
+            )
+    return problems
+
+
+def _shape_hint(got: torch.Size, expected: torch.Size, name: str | None) -> str | None:
+    """How to bring a gradient of the wrong shape to the argument's: reshape, expand or sum."""
+    if got.numel() == expected.numel():
+        return (
+            "same number of elements in another shape: reshape the gradient to the argument's shape"
+        )
+    argument, x = name or "the argument", name or "x"
+    dropped = _dropped_dims(got, expected)
+    if dropped:  # a reduction without keepdim: [3] for [3, 4]
+        unsqueeze = "".join(f".unsqueeze({dim})" for dim in dropped)
+        return (
+            f"the gradient has fewer elements than {argument}: expand it to the argument's shape "
+            f"(`grad{unsqueeze}.expand_as({x})`); {_REDUCTION}"
+        )
+    try:
+        common = torch.broadcast_shapes(got, expected)
+    except RuntimeError:
+        return "the shapes are not even broadcast-compatible"
+    if common == expected:  # fewer elements that broadcast up: [] or [4] for [3, 4]
+        return (
+            f"the gradient has fewer elements than {argument}: expand it to the argument's shape "
+            f"(`grad.expand_as({x})`); {_REDUCTION}"
+        )
+    if common == got:
+        return (
+            f"{argument} is broadcast in forward, so its gradient must be summed back over the "
+            f"broadcast dimensions (`grad.sum_to_size({x}.shape)`); autograd would silently sum "
+            "it, hiding a missing reduction"
+        )
+    return None  # each shape is larger in some dimension: no single fix to name
+
+
+_REDUCTION = (
+    "a reduction in forward (a sum, a mean) gives every reduced element the output's gradient "
+    "(divided by the count, for a mean)"
+)
+
+
+def _dropped_dims(got: torch.Size, expected: torch.Size) -> list[int]:
+    """The dims of `expected` whose removal leaves `got` (a reduction without keepdim), if any.
+
+    Only when the shapes cannot simply broadcast: `[4]` for `[3, 4]` needs no unsqueeze.
+    """
+    if got.numel() >= expected.numel() or not 0 < len(got) < len(expected):
+        return []
+    try:
+        if torch.broadcast_shapes(got, expected) == expected:
+            return []
+    except RuntimeError:
+        pass
+    dropped, position = [], 0
+    for dim, size in enumerate(expected):
+        if position < len(got) and got[position] == size:
+            position += 1
+        else:
+            dropped.append(dim)
+    return dropped if position == len(got) else []
+
+
+def _modified_grad_outputs(
+    context: CaseContext, check: str, grad_outputs: Sequence[Any], snapshots: Sequence[Any]
+) -> list[Result]:
+    problems = []
+    for index, (grad, snapshot) in enumerate(zip(grad_outputs, snapshots, strict=True)):
+        if snapshot is None:
+            continue
+        original, version = snapshot
+        if grad._version != version or not torch.equal(grad, original):
+            problems.append(
+                context.result(
+                    check,
+                    Status.FAIL,
+                    f"backward modified grad_output {index} in place",
+                    output_index=index,
+                    hint="grad_output may be shared with other parts of the graph; compute a new tensor "
+                    "(grad_output * 2, not grad_output.mul_(2))",
+                )
+            )
+    return problems
+
+
+def _nondeterministic(
+    context: CaseContext, check: str, first: Gradients, again: Gradients, arguments: Sequence[Any]
+) -> list[Result]:
+    problems = []
+    for index, (one, two) in enumerate(zip(first, again, strict=False)):
+        if (
+            not isinstance(one, torch.Tensor)
+            or not isinstance(two, torch.Tensor)
+            or one.shape != two.shape
+        ):
+            continue
+        difference = (one.detach() - two.detach()).abs().to(torch.float64)
+        worst = float(difference.max().item()) if difference.numel() else 0.0
+        if worst > context.tolerance.nondet_tol:
+            flat = int(torch.argmax(difference).item())
+            problems.append(
+                context.result(
+                    check,
+                    Status.FAIL,
+                    f"backward is nondeterministic: two runs on the same inputs differ by {worst:.3g} "
+                    f"in the gradient of {context.describe_argument(index)}",
+                    input_index=index,
+                    element=unravel(flat, one.shape),
+                    analytical=float(one.reshape(-1)[flat].item()),
+                    numerical=float(two.reshape(-1)[flat].item()),
+                    value_labels=("first run", "second run"),
+                    max_abs_error=worst,
+                    hint="random numbers or atomics in backward; if that is intended, raise "
+                    "tolerance.nondet_tol (atomics), or declare a stochastic estimator with "
+                    "`gradient: approximate` and `samples:`",
+                )
+            )
+    return problems
+
+
+def _summary(grads: Gradients, arguments: Sequence[Any], spread: float | None = None) -> str:
+    returned = sum(1 for g in grads[: len(arguments)] if g is not None)
+    counted = f"{returned} gradient(s) for {len(arguments)} argument(s)"
+    if spread:  # gradient: approximate, and the runs differ
+        return f"{counted}, well-formed; two runs differ by up to {spread:.3g} (stochastic)"
+    return f"{counted}, well-formed and deterministic"
+
+
+def _dtype_hint(grad: torch.dtype, argument: torch.dtype) -> str:
+    if argument.is_complex and not grad.is_complex:
+        # Cast to complex, a real gradient gets an imaginary part of 0: ∂L/∂Im z is lost.
+        return (
+            "a real gradient for a complex argument loses its imaginary part (the derivative "
+            "with respect to the imaginary part); return a complex gradient, ∂L/∂x + i·∂L/∂y"
+        )
+    return (
+        "autograd silently casts it back, hiding the precision lost in backward; compute the "
+        "gradient in the argument's dtype"
+    )

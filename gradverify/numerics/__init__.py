@@ -1,0 +1,1 @@
+"""Numerical methods below the checks: they know nothing of cases, checks or results."""
