@@ -11,6 +11,7 @@ import torch
 
 from gradverify.arity import check_arity
 from gradverify.checks import get_check
+from gradverify.checks.shared.case import CaseContext
 from gradverify.folding import fold, once_per_function
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.memory import is_allocation_failure, out_of_memory, refusal
@@ -19,7 +20,6 @@ from gradverify.settle import settle_inputs
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
 from gradverify.target import Target, load_target
-from gradverify.usercode import CaseContext
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import signal
 import sysconfig
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -64,6 +65,19 @@ def _torch_dir() -> str:
 def _in_site_packages(filename: str) -> bool:
     parts = Path(filename).parts
     return "site-packages" in parts or "dist-packages" in parts
+
+
+def user_frames(error: BaseException) -> list[str]:
+    """The frames of the user's code in the error's traceback, and the error's last line."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
+    lines = traceback.format_list(frames) + traceback.format_exception_only(type(error), error)
+    return [line.rstrip("\n") for line in "".join(lines).splitlines()]
+
+
+def last_user_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of the user's code in the error's traceback, if any."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
+    return frames[-1] if frames else None
 
 
 def innermost_user_frame(dump: str) -> Frame | None:

@@ -1,81 +1,15 @@
-"""What every check shares: the case it runs on, calling user code, building results."""
+"""Calling the user's code: the phase it is in, and its exceptions as UserCodeError with the
+user's frames (the lowest layer: inputs, inference and every check use it)."""
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
-
-import torch
+from typing import Any
 
 from gradverify.memory import is_allocation_failure, out_of_memory
 from gradverify.paths import user_path
-from gradverify.results import Result, Status
-from gradverify.spec.models import FunctionSpec, Tolerance
-from gradverify.stacks import is_user_frame
-from gradverify.target import Target
-
-
-@dataclass
-class CaseMemo:
-    """What the checks of one case work out once and share (the context itself is frozen,
-    and `dataclasses.replace` hands every check the same memo)."""
-
-    output_elements: int | None = None  # differentiable output elements, from one forward
-    forward_raised: bool = False  # that forward raised: the size is unknown
-
-
-@dataclass(frozen=True)
-class CaseContext:
-    """One case of one target, as every check sees it."""
-
-    target: Target
-    case: str
-    arguments: tuple[Any, ...]  # in the declared dtypes; checks copy before use
-    spec: FunctionSpec
-    seed: int
-    spec_file: str | None = None
-    spec_line: int | None = None
-    earlier: tuple[Result, ...] = field(default=())  # results of checks run before on this case
-    memo: CaseMemo = field(default_factory=CaseMemo, compare=False, repr=False)
-
-    @property
-    def tolerance(self) -> Tolerance:
-        return self.spec.tolerance
-
-    def result(self, check: str, status: Status, message: str = "", **fields: Any) -> Result:
-        index = fields.get("input_index")
-        if index is not None and "input_name" not in fields:
-            fields["input_name"] = self.target.argument_name(index)
-        return Result(
-            target=self.target.spec,
-            case=self.case,
-            check=check,
-            status=status,
-            message=message,
-            spec_file=self.spec_file,
-            spec_line=self.spec_line,
-            **fields,
-        )
-
-    def describe_argument(self, index: int) -> str:
-        """`argument 1 (beta)`: position among all of forward's arguments, and its name."""
-        name = self.target.argument_name(index)
-        return f"argument {index} ({name})" if name else f"argument {index}"
-
-    def generator(self, salt: int) -> torch.Generator:
-        return torch.Generator().manual_seed((self.seed + 7919 * salt) % (2**63))
-
-
-class Check(Protocol):
-    """A check: a stable id, a one-line description, and a run over one case."""
-
-    id: ClassVar[str]
-    description: ClassVar[str]
-
-    def run(self, context: CaseContext) -> list[Result]: ...
+from gradverify.stacks import last_user_frame, user_frames
 
 
 class UserCodeError(Exception):
@@ -93,7 +27,7 @@ class UserCodeError(Exception):
 
     @property
     def frames(self) -> tuple[str, ...]:
-        return tuple(_user_frames(self.error))
+        return tuple(user_frames(self.error))
 
 
 # A worker process listens to phases, so that a crash or a timeout can say where it happened.
@@ -126,45 +60,10 @@ def call_forward(call: Callable[..., Any], arguments: Sequence[Any]) -> tuple[An
     return outputs if isinstance(outputs, tuple) else (outputs,)
 
 
-def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Result:
-    """A crash of the user's code: a failure of this check, or a skip when an earlier check
-    already failed on the structure this one relies on (so the report says it once)."""
-    frames = error.frames if len(error.frames) > 1 else ()
-    broken = [r for r in context.earlier if r.failed and r.check in ("forward", "backward")]
-    if broken and check not in {r.check for r in broken}:
-        # Say the error again only if the failure above does not already say it.
-        said = any(first_line(error.error) in " ".join((r.message, *r.details)) for r in broken)
-        return context.result(
-            check,
-            Status.SKIP,
-            f"not run: `{broken[0].check}` already fails for this case"
-            + ("" if said else f" ({error})"),
-            same_as=broken[0].check,
-        )
-    return context.result(check, Status.FAIL, str(error), details=frames)
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    """A dtype as findings spell it: `float32`, not `torch.float32`."""
-    return str(dtype).removeprefix("torch.")
-
-
 def first_line(error: BaseException) -> str:
     """The first line of an exception's message: how a crash is named in one line."""
     text = str(error).strip()
     return text.splitlines()[0] if text else "(no message)"
-
-
-def _user_frames(error: BaseException) -> list[str]:
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
-    lines = traceback.format_list(frames) + traceback.format_exception_only(type(error), error)
-    return [line.rstrip("\n") for line in "".join(lines).splitlines()]
-
-
-def last_user_frame(error: BaseException) -> traceback.FrameSummary | None:
-    """The innermost frame of the user's code in the error's traceback, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_user_frame(f.filename)]
-    return frames[-1] if frames else None
 
 
 def _user_location(error: BaseException) -> str | None:

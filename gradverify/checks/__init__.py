@@ -9,7 +9,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gradverify.usercode import Check
+    from gradverify.checks.shared.case import Check
 
 # id -> "module:Class"; the order is the order checks run in by default.
 REGISTRY: dict[str, str] = {

@@ -10,6 +10,7 @@ import torch
 
 from gradverify.checks.backward import GRAD_OUTPUT_SALT, _grad_outputs
 from gradverify.checks.shared import dynamo
+from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.memory import is_allocation_failure
 from gradverify.numerics.compare import compare
@@ -17,14 +18,7 @@ from gradverify.numerics.jacobian import differentiable_outputs, element_words, 
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.target import source_of
-from gradverify.usercode import (
-    CaseContext,
-    UserCodeError,
-    call_forward,
-    crash_result,
-    dtype_name,
-    user_code,
-)
+from gradverify.usercode import UserCodeError, call_forward, user_code
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.compare import compare
@@ -21,7 +22,7 @@ from gradverify.numerics.graph import backward_return, function_node
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.results import Result, Status
 from gradverify.target import load_target
-from gradverify.usercode import CaseContext, UserCodeError, call_forward, crash_result, user_code
+from gradverify.usercode import UserCodeError, call_forward, user_code
 
 
 class ExpectedGradientCheck:

@@ -6,10 +6,11 @@ from typing import Any, ClassVar
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.inputs import fresh_copies
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError, call_forward, crash_result
+from gradverify.usercode import UserCodeError, call_forward
 
 
 class ForwardCheck:

@@ -18,6 +18,7 @@ from gradverify.checks.finite_difference import (
     noise_hint,
 )
 from gradverify.checks.gradcheck import float64_case, nothing_to_check
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.checks.shared.modes import (
     held_masks,
     randomized_kink_warning,
@@ -33,10 +34,7 @@ from gradverify.checks.shared.torch_gradcheck import (
 )
 from gradverify.inputs import differentiable_indices
 from gradverify.numerics.compare import Comparison
-from gradverify.numerics.complex_parts import (
-    NO_PARTS,
-    Parts,
-)
+from gradverify.numerics.complex_parts import NO_PARTS, Parts
 from gradverify.numerics.jacobian import (
     OutputLayout,
     analytical_jacobians,
@@ -47,7 +45,7 @@ from gradverify.numerics.kinks import hold_fixed, kink_masks
 from gradverify.numerics.localizer import Examination, Localizer, Problem
 from gradverify.numerics.noise import rounding_hint
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError, call_forward, crash_result
+from gradverify.usercode import UserCodeError, call_forward
 
 FIRST_ORDER_CHECKS = ("finite_difference", "gradcheck")
 

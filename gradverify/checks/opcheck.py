@@ -18,18 +18,13 @@ from typing import Any, ClassVar
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.checks.shared.dynamo import quiet
 from gradverify.inputs import fresh_copies
 from gradverify.results import Result, Status
+from gradverify.stacks import last_user_frame
 from gradverify.target import Target, source_of
-from gradverify.usercode import (
-    CaseContext,
-    UserCodeError,
-    call_forward,
-    crash_result,
-    last_user_frame,
-    user_code,
-)
+from gradverify.usercode import UserCodeError, call_forward, user_code
 
 # torch.library.opcheck's default tests, in the order it runs them, and what each verifies.
 TESTS = {

@@ -15,19 +15,13 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.finite_difference import promotion_notes
+from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
 from gradverify.inputs import build_inputs, differentiable_indices, fresh_copies
 from gradverify.numerics.compare import Comparison, compare
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.results import Result, Status
 from gradverify.target import Target
-from gradverify.usercode import (
-    CaseContext,
-    UserCodeError,
-    call_forward,
-    crash_result,
-    dtype_name,
-    user_code,
-)
+from gradverify.usercode import UserCodeError, call_forward, user_code
 
 BATCH = 3
 NO_VMAP = "the Function defines no vmap rule (vmap or generate_vmap_rule)"

@@ -14,12 +14,12 @@ from torch.autograd.gradcheck import GradcheckError
 from gradverify.checks.finite_difference import FiniteDifferenceCheck
 from gradverify.checks.gradcheck import GradcheckCheck
 from gradverify.checks.gradgradcheck import GradgradcheckCheck
+from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.torch_gradcheck import parse_mismatch
 from gradverify.inputs import build_inputs
 from gradverify.spec.load import parse_spec
 from gradverify.spec.models import FunctionSpec
 from gradverify.target import load_target
-from gradverify.usercode import CaseContext
 from tests.functions import complex_functions
 
 ROOT = Path(__file__).resolve().parents[2]

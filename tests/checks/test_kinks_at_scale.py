@@ -138,10 +138,10 @@ def test_a_wide_range_is_cleared_of_kinks_and_says_how_many_it_moved():
 
 
 def test_forward_runs_once_per_case_to_size_the_outputs():
+    from gradverify.checks.shared.case import CaseContext
     from gradverify.checks.shared.modes import resolve_mode
     from gradverify.engine import prepare
     from gradverify.spec.load import parse_spec
-    from gradverify.usercode import CaseContext
     from tests.functions import large
 
     text = "target: tests.functions.large:Sigmoid\ncases: [{name: c, inputs: [{shape: [2000]}]}]\n"

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from gradverify.checks.gradcheck.fast_pass import restricted_complaint
+from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.modes import MAX_FULL_ENTRIES, first_order_problem
 from gradverify.inputs import build_inputs
 from gradverify.numerics.localizer import Entry
@@ -16,7 +17,6 @@ from gradverify.report.evidence import evidence
 from gradverify.spec.load import parse_spec
 from gradverify.spec.models import FunctionSpec
 from gradverify.target import load_target
-from gradverify.usercode import CaseContext
 from tests.functions import large
 
 MILLION = """

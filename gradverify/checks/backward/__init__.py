@@ -10,19 +10,13 @@ import torch
 
 from gradverify.checks.backward.unreduced import summed_by_autograd, unreduced_warning
 from gradverify.checks.forward import no_gradient_to_check
+from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
 from gradverify.inputs import fresh_copies
 from gradverify.numerics.graph import backward_return
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.numerics.stochastic import run_to_run_spread
 from gradverify.results import Result, Status
-from gradverify.usercode import (
-    CaseContext,
-    UserCodeError,
-    call_forward,
-    crash_result,
-    dtype_name,
-    user_code,
-)
+from gradverify.usercode import UserCodeError, call_forward, user_code
 
 Gradients = tuple[Any, ...]  # one entry per forward argument
 GRAD_OUTPUT_SALT = 1  # seeds the grad_outputs backward is called with (compile takes the same)

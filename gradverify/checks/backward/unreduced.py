@@ -18,9 +18,10 @@ from typing import Any
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext
 from gradverify.inputs import fresh_copies
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError, call_forward
+from gradverify.usercode import UserCodeError, call_forward
 
 DIRECTION_SALT = 3  # seeds the direction the delivered gradient is checked along
 

@@ -15,15 +15,17 @@ import torch
 
 from gradverify.checks.finite_difference.linearity import backward_linearity
 from gradverify.checks.forward import no_gradient_to_check
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.checks.shared.modes import (
     first_order_problem,
     projected_measure,
     randomized_verdict,
     resolve_mode,
 )
+from gradverify.checks.shared.real_case import realify
 from gradverify.inputs import differentiable_indices, fresh_copies, promoted_arguments
 from gradverify.numerics.compare import Comparison, compare
-from gradverify.numerics.complex_parts import NO_PARTS, Parts, complex_hint, realify
+from gradverify.numerics.complex_parts import NO_PARTS, Parts, complex_hint
 from gradverify.numerics.diagnosis import diagnose
 from gradverify.numerics.jacobian import (
     OutputLayout,
@@ -38,7 +40,7 @@ from gradverify.numerics.maps import full_jacobian_map
 from gradverify.numerics.noise import rounding_hint
 from gradverify.numerics.stochastic import mean_jacobians, mean_note, samples_hint
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError, crash_result
+from gradverify.usercode import UserCodeError
 
 SURROGATE_SKIP = (
     "gradient: surrogate — backward is intentionally not the derivative, so values are not "

@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext
 from gradverify.numerics.jacobian import analytical_jacobians, forward_selection
-from gradverify.usercode import CaseContext, UserCodeError
+from gradverify.usercode import UserCodeError
 
 # A power of two: scaling by it is exact in floating point, so a linear backward gives the
 # same values to the last bit, and a clip at any level up to 1000 lets the scaled ones through.

@@ -31,14 +31,15 @@ from gradverify.checks.func.findings import joined
 from gradverify.checks.func.judge import Judge, verdicts
 from gradverify.checks.func.transforms import GRAD, JACFWD, JACREV, VJP, crash_hint, transforms_for
 from gradverify.checks.jvp import defines_jvp
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.checks.shared.modes import resolve_mode
+from gradverify.checks.shared.real_case import realify
 from gradverify.checks.vmap import defines_vmap
 from gradverify.inputs import differentiable_indices, fresh_copies
-from gradverify.numerics.complex_parts import realify
 from gradverify.numerics.jacobian import forward_selection
 from gradverify.results import Result, Status
 from gradverify.target import Target
-from gradverify.usercode import CaseContext, UserCodeError, crash_result, first_line
+from gradverify.usercode import UserCodeError, first_line
 
 CLASSIC = (
     "a classic-style Function (forward takes ctx): torch.func cannot transform it. To make "

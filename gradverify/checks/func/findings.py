@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gradverify.checks.func.transforms import GRAD, JACFWD, JACREV, PROJECTED, VJP
+from gradverify.checks.shared.case import CaseContext
 from gradverify.numerics.jacobian import element_words
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext
 
 _CAUSES = {
     GRAD: "torch.func.grad differentiates one argument at a time, so ctx.needs_input_grad "

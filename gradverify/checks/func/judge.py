@@ -22,11 +22,12 @@ from gradverify.checks.func.findings import (
     own_failure,
 )
 from gradverify.checks.func.transforms import PROJECTED, Transforms, flat_weights
+from gradverify.checks.shared.case import CaseContext
 from gradverify.numerics.compare import Comparison, compare
 from gradverify.numerics.complex_parts import NO_PARTS, Parts
 from gradverify.numerics.jacobian import Selection, analytical_jacobians, numerical_jacobian
 from gradverify.results import Result
-from gradverify.usercode import CaseContext, user_code
+from gradverify.usercode import user_code
 
 
 class Judge:

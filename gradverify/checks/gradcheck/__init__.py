@@ -25,6 +25,7 @@ from gradverify.checks.finite_difference import (
 )
 from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.gradcheck.fast_pass import look_again
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.checks.shared.modes import (
     first_order_problem,
     held_masks,
@@ -32,6 +33,7 @@ from gradverify.checks.shared.modes import (
     randomized_kink_warning,
     resolve_mode,
 )
+from gradverify.checks.shared.real_case import realify
 from gradverify.checks.shared.torch_gradcheck import (
     explain_other_failure,
     held_fixed_verdict,
@@ -39,11 +41,10 @@ from gradverify.checks.shared.torch_gradcheck import (
     torch_complaint,
 )
 from gradverify.inputs import differentiable_indices, fresh_copies
-from gradverify.numerics.complex_parts import realify
 from gradverify.numerics.kinks import hold_fixed, kink_masks
 from gradverify.numerics.localizer import Localizer
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError, crash_result
+from gradverify.usercode import UserCodeError
 
 MODE_SKIPS = {
     "surrogate": "gradient: surrogate — backward is intentionally not the derivative",

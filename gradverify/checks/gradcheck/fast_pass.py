@@ -19,11 +19,11 @@ from typing import Any
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.modes import first_order_problem, randomized_failure
 from gradverify.checks.shared.torch_gradcheck import torch_complaint
 from gradverify.numerics.localizer import Entry, Localizer, Problem
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext
 
 MISSED = (
     "torch's fast mode passed: it compares a few random projections vᵀJu with an allowance "

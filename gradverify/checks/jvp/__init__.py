@@ -20,6 +20,7 @@ import torch.autograd.forward_ad as forward_ad
 
 from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.jvp.crash import jvp_crash
+from gradverify.checks.shared.case import CaseContext, dtype_name
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.compare import compare
 from gradverify.numerics.jacobian import OutputLayout, differentiable_outputs
@@ -28,7 +29,7 @@ from gradverify.numerics.noise import faint_rows, noise_rows, reach, rounding_hi
 from gradverify.numerics.sampling import sample
 from gradverify.results import Result, Status
 from gradverify.target import Target
-from gradverify.usercode import CaseContext, UserCodeError, call_forward, dtype_name, user_code
+from gradverify.usercode import UserCodeError, call_forward, user_code
 
 NO_JVP = "the Function defines no jvp (forward-mode AD)"
 NOT_A_FUNCTION = "not a torch.autograd.Function: there is no jvp of its own to check"

@@ -15,9 +15,10 @@ from dataclasses import replace
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.results import Result
 from gradverify.target import Target
-from gradverify.usercode import CaseContext, UserCodeError, crash_result
+from gradverify.usercode import UserCodeError
 
 # torch's complaint when jvp gives a tangent that is not a floating point tensor (None too).
 _NOT_FLOATING = "Expected both tensor and its forward grad to be floating point or complex"

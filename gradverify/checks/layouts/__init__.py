@@ -19,17 +19,11 @@ import torch
 from gradverify.checks.backward import _grad_outputs
 from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.layouts.wasted_work import computes_unneeded_gradient, wasted_work_warning
+from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.jacobian import unravel
 from gradverify.results import Result, Status
-from gradverify.usercode import (
-    CaseContext,
-    UserCodeError,
-    call_forward,
-    crash_result,
-    dtype_name,
-    user_code,
-)
+from gradverify.usercode import UserCodeError, call_forward, user_code
 
 VariantKind = Literal["non_contiguous", "requires_grad_off"]
 NON_CONTIGUOUS: Final = "non_contiguous"

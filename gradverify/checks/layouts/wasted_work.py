@@ -14,10 +14,11 @@ from typing import Any
 import torch
 
 from gradverify.checks.backward import _run_backward
+from gradverify.checks.shared.case import CaseContext
 from gradverify.folding import WASTED_WORK_WORDS
 from gradverify.numerics.graph import function_node
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError
+from gradverify.usercode import UserCodeError
 
 WASTED_WORK_HINT = "check ctx.needs_input_grad before computing each gradient"
 

@@ -29,8 +29,9 @@ from gradverify.checks.lint.methods import (
     setup_context_inputs,
 )
 from gradverify.checks.lint.saved import writes_after_save
+from gradverify.checks.shared.case import CaseContext
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError
+from gradverify.usercode import UserCodeError
 
 # id -> (title, remedy). The ids are public: keep them stable, add new ones at the end.
 RULES: dict[str, tuple[str, str]] = {

@@ -16,9 +16,10 @@ from typing import Any
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext
 from gradverify.inputs import fresh_copies
 from gradverify.numerics.graph import function_node
-from gradverify.usercode import CaseContext, UserCodeError, call_forward
+from gradverify.usercode import UserCodeError, call_forward
 
 # Attributes torch itself keeps on a graph node's __dict__ (holding tensors by design).
 TORCH_ATTRIBUTES = frozenset(

@@ -34,13 +34,14 @@ from gradverify.checks.reference.low_precision import (
     dtype_name,
     tolerance_finding,
 )
+from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.diagnosis import diagnose
 from gradverify.numerics.jacobian import differentiable_outputs, element_words
 from gradverify.results import Result, Status
 from gradverify.target import Target, load_target
-from gradverify.usercode import CaseContext, UserCodeError, crash_result, user_code
+from gradverify.usercode import UserCodeError, user_code
 
 GRAD_OUTPUT_SALT = 5
 _REAL_PART = {torch.complex32: torch.float16, torch.complex64: torch.float32}

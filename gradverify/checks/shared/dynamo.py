@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradverify.paths import user_path
-from gradverify.usercode import first_line, is_user_frame, last_user_frame
+from gradverify.stacks import is_user_frame, last_user_frame
+from gradverify.usercode import first_line
 
 BACKEND = "aot_eager"  # traces forward and backward (AOTAutograd), needs no C++ compiler
 

@@ -26,9 +26,10 @@ from typing import Any, Literal
 
 import torch
 
+from gradverify.checks.shared.case import CaseContext
+from gradverify.checks.shared.real_case import realify
 from gradverify.checks.shared.torch_gradcheck import second_order
 from gradverify.inputs import differentiable_indices
-from gradverify.numerics.complex_parts import realify
 from gradverify.numerics.jacobian import (
     differentiable_outputs,
     element_words,
@@ -39,7 +40,7 @@ from gradverify.numerics.maps import located_map
 from gradverify.numerics.noise import rounding_hint
 from gradverify.numerics.stochastic import mean_note
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError, call_forward
+from gradverify.usercode import UserCodeError, call_forward
 
 Mode = Literal["full", "randomized"]
 

@@ -16,10 +16,12 @@ from typing import Any
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from gradverify.numerics.complex_parts import Parts, pairs_of, realify, second_order_parts
+from gradverify.checks.shared.case import CaseContext
+from gradverify.checks.shared.real_case import realify
+from gradverify.numerics.complex_parts import Parts, pairs_of, second_order_parts
 from gradverify.numerics.jacobian import OutputLayout, Selection
 from gradverify.results import Result, Status
-from gradverify.usercode import CaseContext, UserCodeError, call_forward, user_code
+from gradverify.usercode import UserCodeError, call_forward, user_code
 
 _MISMATCH = re.compile(
     r"(?:While considering the (real|imaginary) part of complex (?:outputs|inputs) only, )?"

@@ -1,0 +1,96 @@
+"""The case a check runs on, the Check protocol, and how a check reports a crash."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import torch
+
+from gradverify.results import Result, Status
+from gradverify.spec.models import FunctionSpec, Tolerance
+from gradverify.target import Target
+from gradverify.usercode import UserCodeError, first_line
+
+
+@dataclass
+class CaseMemo:
+    """What the checks of one case work out once and share (the context itself is frozen,
+    and `dataclasses.replace` hands every check the same memo)."""
+
+    output_elements: int | None = None  # differentiable output elements, from one forward
+    forward_raised: bool = False  # that forward raised: the size is unknown
+
+
+@dataclass(frozen=True)
+class CaseContext:
+    """One case of one target, as every check sees it."""
+
+    target: Target
+    case: str
+    arguments: tuple[Any, ...]  # in the declared dtypes; checks copy before use
+    spec: FunctionSpec
+    seed: int
+    spec_file: str | None = None
+    spec_line: int | None = None
+    earlier: tuple[Result, ...] = field(default=())  # results of checks run before on this case
+    memo: CaseMemo = field(default_factory=CaseMemo, compare=False, repr=False)
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return self.spec.tolerance
+
+    def result(self, check: str, status: Status, message: str = "", **fields: Any) -> Result:
+        index = fields.get("input_index")
+        if index is not None and "input_name" not in fields:
+            fields["input_name"] = self.target.argument_name(index)
+        return Result(
+            target=self.target.spec,
+            case=self.case,
+            check=check,
+            status=status,
+            message=message,
+            spec_file=self.spec_file,
+            spec_line=self.spec_line,
+            **fields,
+        )
+
+    def describe_argument(self, index: int) -> str:
+        """`argument 1 (beta)`: position among all of forward's arguments, and its name."""
+        name = self.target.argument_name(index)
+        return f"argument {index} ({name})" if name else f"argument {index}"
+
+    def generator(self, salt: int) -> torch.Generator:
+        return torch.Generator().manual_seed((self.seed + 7919 * salt) % (2**63))
+
+
+class Check(Protocol):
+    """A check: a stable id, a one-line description, and a run over one case."""
+
+    id: ClassVar[str]
+    description: ClassVar[str]
+
+    def run(self, context: CaseContext) -> list[Result]: ...
+
+
+def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Result:
+    """A crash of the user's code: a failure of this check, or a skip when an earlier check
+    already failed on the structure this one relies on (so the report says it once)."""
+    frames = error.frames if len(error.frames) > 1 else ()
+    broken = [r for r in context.earlier if r.failed and r.check in ("forward", "backward")]
+    if broken and check not in {r.check for r in broken}:
+        # Say the error again only if the failure above does not already say it.
+        said = any(first_line(error.error) in " ".join((r.message, *r.details)) for r in broken)
+        return context.result(
+            check,
+            Status.SKIP,
+            f"not run: `{broken[0].check}` already fails for this case"
+            + ("" if said else f" ({error})"),
+            same_as=broken[0].check,
+        )
+    return context.result(check, Status.FAIL, str(error), details=frames)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """A dtype as findings spell it: `float32`, not `torch.float32`."""
+    return str(dtype).removeprefix("torch.")
