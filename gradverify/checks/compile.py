@@ -8,13 +8,14 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.backward import GRAD_OUTPUT_SALT, _grad_outputs
 from gradverify.checks.shared import dynamo
+from gradverify.checks.shared.backward_call import seeded_grad_outputs
 from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.memory import is_allocation_failure
 from gradverify.numerics.compare import compare
 from gradverify.numerics.jacobian import differentiable_outputs, element_words, unravel
+from gradverify.numerics.salts import Salt
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.target import source_of
@@ -136,7 +137,7 @@ def _with_gradients(
     selected = [index for index, _ in differentiable_outputs(reference)]
     gradients: list[torch.Tensor | None] = [None] * len(arguments)
     if wrt and selected:
-        grad_outputs = _grad_outputs(reference, context.generator(GRAD_OUTPUT_SALT))
+        grad_outputs = seeded_grad_outputs(reference, context.generator(Salt.BACKWARD_GRAD_OUTPUTS))
         with user_code("backward"):
             found = torch.autograd.grad(
                 [outputs[i] for i in selected],

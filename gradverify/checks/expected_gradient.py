@@ -20,6 +20,7 @@ from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.compare import compare
 from gradverify.numerics.graph import backward_return, function_node
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
+from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.target import load_target
 from gradverify.usercode import UserCodeError, call_forward, user_code
@@ -133,7 +134,7 @@ def _forward(
 ) -> tuple[tuple[Any, ...], list[torch.Tensor]]:
     """forward's outputs, and seeded grad_outputs for its differentiable ones."""
     produced = call_forward(context.target.call, arguments)
-    generator = context.generator(salt=3)
+    generator = context.generator(Salt.EXPECTED_GRADIENT_GRAD_OUTPUTS)
     grad_outputs = [
         torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype)
         for _, o in differentiable_outputs(produced)

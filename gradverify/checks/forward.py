@@ -6,7 +6,12 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.shared.case import CaseContext, crash_result
+from gradverify.checks.shared.case import (
+    RETURNS_NOTHING,
+    CaseContext,
+    crash_result,
+    op_returns_nothing,
+)
 from gradverify.inputs import fresh_copies
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.results import Result, Status
@@ -124,26 +129,6 @@ class ForwardCheck:
                 )
             )
         return problems
-
-
-RETURNS_NOTHING = (
-    "the op returns nothing (its schema declares no output), so there is no gradient to check"
-)
-
-
-def op_returns_nothing(context: CaseContext) -> bool:
-    """A custom op whose schema returns nothing (`-> ()`): it works only through the arguments
-    it declares written (mutates_args), which is legitimate; no gradient flows out of it."""
-    op = context.target.op
-    return op is not None and not op._schema.returns
-
-
-def no_gradient_to_check(context: CaseContext, check: str) -> Result | None:
-    """A gradient check's result for an op that returns nothing (it does not apply), else None."""
-    if not op_returns_nothing(context):
-        return None
-    message = f"no output is differentiable: {RETURNS_NOTHING}"
-    return context.result(check, Status.SKIP, message, applies=False)
 
 
 def _dirty_notes(context: CaseContext) -> tuple[str, ...]:

@@ -11,16 +11,12 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.finite_difference import (
-    Blocks,
-    assess,
-    kink_warning,
-    noise_hint,
-)
-from gradverify.checks.gradcheck import float64_case, nothing_to_check
 from gradverify.checks.shared.case import CaseContext, crash_result
+from gradverify.checks.shared.jacobian_verdicts import Blocks, assess, kink_warning, noise_hint
 from gradverify.checks.shared.modes import (
+    float64_case,
     held_masks,
+    nothing_to_check,
     randomized_kink_warning,
     search_notes,
     second_order_problem,
@@ -44,6 +40,7 @@ from gradverify.numerics.jacobian import (
 from gradverify.numerics.kinks import hold_fixed, kink_masks
 from gradverify.numerics.localizer import Examination, Localizer, Problem
 from gradverify.numerics.noise import rounding_hint
+from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward
 
@@ -109,7 +106,7 @@ class GradgradcheckCheck:
 
     def _grad_outputs(self, context: CaseContext, arguments: Sequence[Any]) -> list[torch.Tensor]:
         outputs = call_forward(context.target.call, arguments)
-        generator = context.generator(salt=2)
+        generator = context.generator(Salt.GRADGRADCHECK_GRAD_OUTPUTS)
 
         def uniform(shape: torch.Size) -> torch.Tensor:
             return torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1

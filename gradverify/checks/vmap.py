@@ -14,13 +14,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from gradverify.checks.finite_difference import promotion_notes
-from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
+from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name, promotion_notes
+from gradverify.checks.shared.overrides import defines_vmap
 from gradverify.inputs import build_inputs, differentiable_indices, fresh_copies
 from gradverify.numerics.compare import Comparison, compare
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
+from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
-from gradverify.target import Target
 from gradverify.usercode import UserCodeError, call_forward, user_code
 
 BATCH = 3
@@ -33,18 +33,6 @@ RANDOM = (
 )
 Arguments = tuple[Any, ...]
 Outputs = tuple[Any, ...]
-
-
-def defines_vmap(target: Target) -> bool:
-    """Whether the target is a Function with a vmap staticmethod or generate_vmap_rule = True,
-    or a custom op with a rule registered by register_vmap."""
-    if target.op_name is not None:  # a custom op's own rule, from register_vmap
-        return getattr(target.obj, "_vmap_fn", None) is not None
-    if not target.is_function:
-        return False
-    function = target.obj
-    overridden = function.vmap is not torch.autograd.Function.vmap
-    return overridden or getattr(function, "generate_vmap_rule", False) is True
 
 
 class VmapCheck:
@@ -289,7 +277,7 @@ def _compare_gradients(
 def _weights(
     context: CaseContext, outputs: Outputs, selected: Sequence[int]
 ) -> dict[int, torch.Tensor]:
-    generator = context.generator(salt=500)
+    generator = context.generator(Salt.VMAP_WEIGHTS)
     return {
         index: torch.randn(
             (BATCH, *outputs[index].shape), generator=generator, dtype=outputs[index].dtype

@@ -22,6 +22,7 @@ import torch
 
 from gradverify.numerics.kinks import Kink, kink_at, nondifferentiable_rows
 from gradverify.numerics.noise import faint_rows, noise_rows
+from gradverify.numerics.salts import Salt
 from gradverify.numerics.sampling import (
     FIT,
     OFFSETS,
@@ -33,7 +34,6 @@ from gradverify.numerics.sampling import (
 
 TRIALS = 2  # random halves moved to tell an elementwise forward
 STEP = 1e-3  # how far they move, relative to 1 + |x|
-SALT = 6_007
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def is_elementwise(
         return False
     base = base.reshape(-1)
     flat = argument.detach().reshape(-1)
-    generator = torch.Generator().manual_seed(SALT)
+    generator = torch.Generator().manual_seed(Salt.DIAGONAL_PROBE)
     for _ in range(TRIALS):
         moved = torch.rand(flat.numel(), generator=generator) < 0.5
         step = torch.where(moved, STEP * (1 + flat.abs()), torch.zeros_like(flat))

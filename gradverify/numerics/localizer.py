@@ -51,6 +51,7 @@ from gradverify.numerics.kinks import (
     nondifferentiable_rows,
 )
 from gradverify.numerics.noise import faint_rows, noise_rows, reach
+from gradverify.numerics.salts import Salt
 from gradverify.numerics.sampling import line_through, sample
 from gradverify.usercode import user_code
 
@@ -58,7 +59,6 @@ PROJECTIONS = 3  # random (u, v) pairs per argument
 ROUNDING_ULPS = 64.0  # float64 units in the last place allowed per rounding sum
 MAX_SEARCHES = 20  # group tests per argument, after the kinks of an elementwise Function
 LISTED = 1_000  # entries at kinks kept one by one; beyond, only counted
-SALT = 4_001  # of the projections' generators, away from the salts other checks use
 # The step of the projections' central differences, in eps: |u| < 2, so that no element
 # moves further than eps, the distance at which settle and the kink tests look for kinks.
 STEP = 0.5
@@ -269,12 +269,16 @@ class Localizer:
     def _projection(self, index: int) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
         """(v, {position: vᵀJ}) of projection `index`: one backward, shared by every argument."""
         if index not in self._projections:
-            v = _weights(self.base.numel(), self.generator(SALT + 1000 * index))
+            v = _weights(
+                self.base.numel(), self.generator(Salt.LOCALIZER_PROJECTIONS + 1000 * index)
+            )
             self._projections[index] = (v, self._backward(v))
         return self._projections[index]
 
     def _direction(self, projection: int, position: int, size: int) -> torch.Tensor:
-        return _weights(size, self.generator(SALT + 1000 * projection + 1 + position))
+        return _weights(
+            size, self.generator(Salt.LOCALIZER_PROJECTIONS + 1000 * projection + 1 + position)
+        )
 
     def _detect(
         self,

@@ -9,17 +9,19 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.backward.unreduced import summed_by_autograd, unreduced_warning
-from gradverify.checks.forward import no_gradient_to_check
-from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
+from gradverify.checks.shared.backward_call import Gradients, run_backward, seeded_grad_outputs
+from gradverify.checks.shared.case import (
+    CaseContext,
+    crash_result,
+    dtype_name,
+    no_gradient_to_check,
+)
 from gradverify.inputs import fresh_copies
-from gradverify.numerics.graph import backward_return
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
+from gradverify.numerics.salts import Salt
 from gradverify.numerics.stochastic import run_to_run_spread
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward, user_code
-
-Gradients = tuple[Any, ...]  # one entry per forward argument
-GRAD_OUTPUT_SALT = 1  # seeds the grad_outputs backward is called with (compile takes the same)
 
 
 class BackwardCheck:
@@ -44,10 +46,10 @@ class BackwardCheck:
             return [nothing]
         if not differentiable_outputs(outputs):
             return [context.result(self.id, Status.SKIP, "no output is differentiable")]
-        grad_outputs = _grad_outputs(outputs, context.generator(GRAD_OUTPUT_SALT))
+        grad_outputs = seeded_grad_outputs(outputs, context.generator(Salt.BACKWARD_GRAD_OUTPUTS))
         snapshots = [(g.clone(), g._version) if g is not None else None for g in grad_outputs]
         try:
-            first = _run_backward(context, outputs, arguments, grad_outputs)
+            first = run_backward(context, outputs, arguments, grad_outputs)
         except UserCodeError as error:
             invalid = _invalid_registered_gradient(context, self.id, error, arguments)
             return [invalid or crash_result(context, self.id, error)]
@@ -60,7 +62,7 @@ class BackwardCheck:
         if problems:
             return problems
         try:
-            again = _run_backward(
+            again = run_backward(
                 context, outputs, arguments, [s[0].clone() if s else None for s in snapshots]
             )
         except UserCodeError as error:
@@ -129,32 +131,6 @@ def _invalid_registered_gradient(
         source_file=context.target.source_file,
         source_line=context.target.backward_line,
     )
-
-
-def _grad_outputs(outputs: Sequence[Any], generator: torch.Generator) -> list[torch.Tensor | None]:
-    """Seeded random grad_outputs for differentiable outputs; zeros for the others, as autograd does."""
-    differentiable = {index for index, _ in differentiable_outputs(outputs)}
-    grads: list[torch.Tensor | None] = []
-    for index, output in enumerate(outputs):
-        if not isinstance(output, torch.Tensor):
-            grads.append(None)
-        elif index in differentiable:
-            random = torch.randn(output.shape, generator=generator, dtype=torch.float64)
-            grads.append(random.to(dtype=output.dtype, device=output.device))
-        else:
-            grads.append(torch.zeros_like(output))
-    return grads
-
-
-def _run_backward(
-    context: CaseContext,
-    outputs: Sequence[Any],
-    arguments: Sequence[Any],
-    grad_outputs: Sequence[Any],
-) -> Gradients:
-    """backward's raw return, called directly where possible so that autograd casts nothing."""
-    with user_code("backward"):
-        return backward_return(context.target, outputs, arguments, grad_outputs)
 
 
 def _partial_use_crash(

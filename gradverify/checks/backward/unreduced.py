@@ -20,10 +20,9 @@ import torch
 
 from gradverify.checks.shared.case import CaseContext
 from gradverify.inputs import fresh_copies
+from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward
-
-DIRECTION_SALT = 3  # seeds the direction the delivered gradient is checked along
 
 PATHS = (
     "every path through autograd reduces it (autograd.grad and .backward(), double "
@@ -100,7 +99,7 @@ def _delivered_is_right(
     along a random direction v of argument `index`, in float64: one pair of forward calls."""
     arguments = fresh_copies(context.arguments, torch.float64)
     base = arguments[index].detach()
-    generator = context.generator(DIRECTION_SALT)
+    generator = context.generator(Salt.UNREDUCED_DIRECTION)
     direction = torch.randn(base.shape, generator=generator, dtype=torch.float64)
     eps = context.tolerance.eps
     try:

@@ -26,17 +26,16 @@ from typing import ClassVar
 
 import torch
 
-from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.func.findings import joined
 from gradverify.checks.func.judge import Judge, verdicts
 from gradverify.checks.func.transforms import GRAD, JACFWD, JACREV, VJP, crash_hint, transforms_for
-from gradverify.checks.jvp import defines_jvp
-from gradverify.checks.shared.case import CaseContext, crash_result
+from gradverify.checks.shared.case import CaseContext, crash_result, promotion_notes
 from gradverify.checks.shared.modes import resolve_mode
+from gradverify.checks.shared.overrides import defines_jvp, defines_vmap
 from gradverify.checks.shared.real_case import realify
-from gradverify.checks.vmap import defines_vmap
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.jacobian import forward_selection
+from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.target import Target
 from gradverify.usercode import UserCodeError, first_line
@@ -131,7 +130,7 @@ class FuncCheck:
         names, skipped = planned(context.target, mode == "randomized", mode_reason)
         transforms = transforms_for(
             context.target.call, arguments, wrt, selection.layout, selection.outputs,
-            context.generator(salt=900),
+            context.generator(Salt.FUNC_TRANSFORMS),
         )  # fmt: skip
         judge = Judge(context, arguments, selection, transforms, mode == "randomized", real.parts)
         results, ran = self._run_all(context, judge, names, notes)  # quiet: no not-run notes

@@ -14,7 +14,6 @@ from typing import Any
 
 import torch
 
-from gradverify.checks.finite_difference import Blocks, assess
 from gradverify.checks.func.findings import (
     Finding,
     inherited_failure,
@@ -23,9 +22,11 @@ from gradverify.checks.func.findings import (
 )
 from gradverify.checks.func.transforms import PROJECTED, Transforms, flat_weights
 from gradverify.checks.shared.case import CaseContext
+from gradverify.checks.shared.jacobian_verdicts import Blocks, assess
 from gradverify.numerics.compare import Comparison, compare
 from gradverify.numerics.complex_parts import NO_PARTS, Parts
 from gradverify.numerics.jacobian import Selection, analytical_jacobians, numerical_jacobian
+from gradverify.numerics.salts import Salt
 from gradverify.results import Result
 from gradverify.usercode import user_code
 
@@ -193,7 +194,7 @@ class Judge:
         differences along u (numerical_jacobian of t -> f(x + t·u))."""
         tol = self.context.tolerance
         argument = self.arguments[index]
-        generator = self.context.generator(salt=910 + index)
+        generator = self.context.generator(Salt.FUNC_DIRECTION + index)
         direction = torch.randn(argument.shape, generator=generator, dtype=torch.float64)
         weights = self._weights(transform)
         along = numerical_jacobian(

@@ -14,24 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import torch
-
-from gradverify.checks.finite_difference import (
+from gradverify.checks.gradcheck.fast_pass import look_again
+from gradverify.checks.shared.case import (
+    CaseContext,
+    crash_result,
+)
+from gradverify.checks.shared.jacobian_verdicts import (
     assess,
     jacobian_blocks,
     kink_warning,
     mismatch_failure,
-    promotion_notes,
 )
-from gradverify.checks.forward import no_gradient_to_check
-from gradverify.checks.gradcheck.fast_pass import look_again
-from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.checks.shared.modes import (
     first_order_problem,
+    float64_case,
     held_masks,
+    nothing_to_check,
     randomized_failure,
     randomized_kink_warning,
-    resolve_mode,
 )
 from gradverify.checks.shared.real_case import realify
 from gradverify.checks.shared.torch_gradcheck import (
@@ -40,16 +40,11 @@ from gradverify.checks.shared.torch_gradcheck import (
     parse_mismatch,
     torch_complaint,
 )
-from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.inputs import differentiable_indices
 from gradverify.numerics.kinks import hold_fixed, kink_masks
 from gradverify.numerics.localizer import Localizer
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError
-
-MODE_SKIPS = {
-    "surrogate": "gradient: surrogate — backward is intentionally not the derivative",
-    "approximate": "gradient: approximate — judged by `finite_difference` against max_error",
-}
 
 
 class GradcheckCheck:
@@ -194,28 +189,3 @@ def run_gradcheck(
 ) -> str | None:
     """torch's gradcheck on `call`: None if it passes, else its failure message."""
     return torch_complaint(context, "gradcheck", call, arguments, fast_mode=fast_mode)
-
-
-def nothing_to_check(context: CaseContext, check: str) -> Result | None:
-    """Why torch's gradcheck or gradgradcheck has nothing to check in this case, or None: an
-    op that returns nothing, no argument that requires grad, or a spec's `gradient:` saying
-    that backward is not meant to be the derivative."""
-    nothing = no_gradient_to_check(context, check)  # an op that returns nothing
-    if nothing is not None:
-        return nothing
-    if not differentiable_indices(context.arguments):
-        return context.result(check, Status.SKIP, "no argument requires grad")
-    if context.spec.gradient in MODE_SKIPS:
-        skip = MODE_SKIPS[context.spec.gradient]  # declared by the spec's `gradient:`
-        return context.result(check, Status.SKIP, skip, applies=False)
-    return None
-
-
-def float64_case(context: CaseContext) -> tuple[tuple[Any, ...], tuple[str, ...], bool]:
-    """The arguments in float64 as torch's checkers need them, the notes to show, and
-    whether randomized mode (torch's fast_mode) applies."""
-    arguments = fresh_copies(context.arguments, torch.float64)
-    notes = promotion_notes(context, context.arguments)
-    mode, reason = resolve_mode(context, arguments)
-    fast = mode == "randomized"
-    return arguments, (*notes, reason) if fast else notes, fast

@@ -18,17 +18,17 @@ from typing import Any, ClassVar
 import torch
 import torch.autograd.forward_ad as forward_ad
 
-from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.jvp.crash import jvp_crash
-from gradverify.checks.shared.case import CaseContext, dtype_name
+from gradverify.checks.shared.case import CaseContext, dtype_name, promotion_notes
+from gradverify.checks.shared.overrides import defines_jvp
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.compare import compare
 from gradverify.numerics.jacobian import OutputLayout, differentiable_outputs
 from gradverify.numerics.kinks import nondifferentiable_rows
 from gradverify.numerics.noise import faint_rows, noise_rows, reach, rounding_hint
+from gradverify.numerics.salts import Salt
 from gradverify.numerics.sampling import sample
 from gradverify.results import Result, Status
-from gradverify.target import Target
 from gradverify.usercode import UserCodeError, call_forward, user_code
 
 NO_JVP = "the Function defines no jvp (forward-mode AD)"
@@ -42,11 +42,6 @@ SURROGATE = (
     "finite differences"
 )
 Tangents = dict[int, torch.Tensor]  # argument index -> tangent
-
-
-def defines_jvp(target: Target) -> bool:
-    """Whether the target is a Function that overrides `torch.autograd.Function.jvp`."""
-    return target.is_function and target.obj.jvp is not torch.autograd.Function.jvp
 
 
 class JvpCheck:
@@ -85,11 +80,13 @@ class JvpCheck:
             ]
         results = []
         for index in wrt:
-            tangent = _random_tangent(arguments[index], context.generator(salt=300 + index))
+            tangent = _random_tangent(arguments[index], context.generator(Salt.JVP_TANGENT + index))
             results.append(self._judge(context, arguments, {index: tangent}, layout, notes))
         if len(wrt) > 1 and not any(result.failed for result in results):
             together = {
-                index: _random_tangent(arguments[index], context.generator(salt=400 + index))
+                index: _random_tangent(
+                    arguments[index], context.generator(Salt.JVP_JOINT_TANGENT + index)
+                )
                 for index in wrt
             }
             combined = self._judge(context, arguments, together, layout, notes)

@@ -16,12 +16,17 @@ from typing import Any, ClassVar, Final, Literal
 
 import torch
 
-from gradverify.checks.backward import _grad_outputs
-from gradverify.checks.forward import no_gradient_to_check
 from gradverify.checks.layouts.wasted_work import computes_unneeded_gradient, wasted_work_warning
-from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
+from gradverify.checks.shared.backward_call import seeded_grad_outputs
+from gradverify.checks.shared.case import (
+    CaseContext,
+    crash_result,
+    dtype_name,
+    no_gradient_to_check,
+)
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.jacobian import unravel
+from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward, user_code
 
@@ -29,7 +34,6 @@ VariantKind = Literal["non_contiguous", "requires_grad_off"]
 NON_CONTIGUOUS: Final = "non_contiguous"
 REQUIRES_GRAD_OFF: Final = "requires_grad_off"
 
-GRAD_OUTPUT_SALT = 3  # seeds the grad_outputs, the same in the baseline and every variant
 PROBE_SEED_OFFSET = 1  # a second baseline under another seed tells random Functions apart
 ULPS = 8  # a change of layout may reorder a sum: allow a few units of the dtype's precision
 
@@ -217,7 +221,9 @@ def _run(
         torch.manual_seed((context.seed + seed_offset) % (2**63))
         outputs = call_forward(context.target.call, arguments)
         if grad_outputs is None:
-            grad_outputs = _grad_outputs(outputs, context.generator(GRAD_OUTPUT_SALT))
+            grad_outputs = seeded_grad_outputs(
+                outputs, context.generator(Salt.LAYOUTS_GRAD_OUTPUTS)
+            )
         gradients = _gradients(outputs, arguments, grad_outputs)
     return Run(arguments, outputs, tuple(grad_outputs), gradients)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from gradverify.checks.backward import _run_backward
+from gradverify.checks.shared.backward_call import run_backward
 from gradverify.checks.shared.case import CaseContext
 from gradverify.folding import WASTED_WORK_WORDS
 from gradverify.numerics.graph import function_node
@@ -36,7 +36,7 @@ def computes_unneeded_gradient(
     if node is None or len(outputs) != len(grad_outputs):
         return False
     try:
-        raw = _run_backward(context, outputs, arguments, grad_outputs)
+        raw = run_backward(context, outputs, arguments, grad_outputs)
     except UserCodeError:
         return False  # autograd's call of the same backward succeeded; `backward` judges this
     needed = node.needs_input_grad

@@ -39,11 +39,11 @@ from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.diagnosis import diagnose
 from gradverify.numerics.jacobian import differentiable_outputs, element_words
+from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.target import Target, load_target
 from gradverify.usercode import UserCodeError, user_code
 
-GRAD_OUTPUT_SALT = 5
 _REAL_PART = {torch.complex32: torch.float16, torch.complex64: torch.float32}
 _FIX_FORWARD_FIRST = "the forward already differs from the reference: fix that first"
 
@@ -151,7 +151,9 @@ def _runs(context: CaseContext, reference: Target, low: bool) -> tuple[Run, Run,
     function = _forward(context, context.target.call, None, "the Function's forward")
     theirs = _forward(context, reference.call, None, "the reference")
     _same_structure(function.outputs, theirs.outputs, "the reference")
-    seeds = _grad_outputs(function.outputs, theirs.outputs, context.generator(GRAD_OUTPUT_SALT))
+    seeds = _grad_outputs(
+        function.outputs, theirs.outputs, context.generator(Salt.REFERENCE_GRAD_OUTPUTS)
+    )
     function = _with_gradients(function, wrt, seeds, "the Function's backward")
     theirs = _with_gradients(theirs, wrt, seeds, "the reference's backward")
     if not low:

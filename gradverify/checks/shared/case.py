@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 import torch
 
+from gradverify.inputs import promoted_arguments
 from gradverify.results import Result, Status
 from gradverify.spec.models import FunctionSpec, Tolerance
 from gradverify.target import Target
@@ -94,3 +96,31 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
 def dtype_name(dtype: torch.dtype) -> str:
     """A dtype as findings spell it: `float32`, not `torch.float32`."""
     return str(dtype).removeprefix("torch.")
+
+
+RETURNS_NOTHING = (
+    "the op returns nothing (its schema declares no output), so there is no gradient to check"
+)
+
+
+def op_returns_nothing(context: CaseContext) -> bool:
+    """A custom op whose schema returns nothing (`-> ()`): it works only through the arguments
+    it declares written (mutates_args), which is legitimate; no gradient flows out of it."""
+    op = context.target.op
+    return op is not None and not op._schema.returns
+
+
+def no_gradient_to_check(context: CaseContext, check: str) -> Result | None:
+    """A gradient check's result for an op that returns nothing (it does not apply), else None."""
+    if not op_returns_nothing(context):
+        return None
+    message = f"no output is differentiable: {RETURNS_NOTHING}"
+    return context.result(check, Status.SKIP, message, applies=False)
+
+
+def promotion_notes(context: CaseContext, arguments: Sequence[Any]) -> tuple[str, ...]:
+    return tuple(
+        f"{context.describe_argument(index)} promoted from {str(dtype).removeprefix('torch.')} "
+        f"to {'complex128' if dtype.is_complex else 'float64'} for this check"
+        for index, dtype in promoted_arguments(arguments)
+    )

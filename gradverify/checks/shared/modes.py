@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 import torch
 
-from gradverify.checks.shared.case import CaseContext
+from gradverify.checks.shared.case import CaseContext, no_gradient_to_check, promotion_notes
 from gradverify.checks.shared.real_case import realify
 from gradverify.checks.shared.torch_gradcheck import second_order
-from gradverify.inputs import differentiable_indices
+from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.jacobian import (
     differentiable_outputs,
     element_words,
@@ -372,3 +372,34 @@ def entry_hint(entry: Entry, atol: float, rtol: float) -> str | None:
             "(`mode: full` shows whether every entry has it)"
         )
     return None
+
+
+def nothing_to_check(context: CaseContext, check: str) -> Result | None:
+    """Why torch's gradcheck or gradgradcheck has nothing to check in this case, or None: an
+    op that returns nothing, no argument that requires grad, or a spec's `gradient:` saying
+    that backward is not meant to be the derivative."""
+    nothing = no_gradient_to_check(context, check)  # an op that returns nothing
+    if nothing is not None:
+        return nothing
+    if not differentiable_indices(context.arguments):
+        return context.result(check, Status.SKIP, "no argument requires grad")
+    if context.spec.gradient in MODE_SKIPS:
+        skip = MODE_SKIPS[context.spec.gradient]  # declared by the spec's `gradient:`
+        return context.result(check, Status.SKIP, skip, applies=False)
+    return None
+
+
+def float64_case(context: CaseContext) -> tuple[tuple[Any, ...], tuple[str, ...], bool]:
+    """The arguments in float64 as torch's checkers need them, the notes to show, and
+    whether randomized mode (torch's fast_mode) applies."""
+    arguments = fresh_copies(context.arguments, torch.float64)
+    notes = promotion_notes(context, context.arguments)
+    mode, reason = resolve_mode(context, arguments)
+    fast = mode == "randomized"
+    return arguments, (*notes, reason) if fast else notes, fast
+
+
+MODE_SKIPS = {
+    "surrogate": "gradient: surrogate — backward is intentionally not the derivative",
+    "approximate": "gradient: approximate — judged by `finite_difference` against max_error",
+}
