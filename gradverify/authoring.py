@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gradverify.checks.docs import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
+from gradverify.catalogue.explanations import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
 from gradverify.errors import UsageError
 from gradverify.inference import Inference, infer
 from gradverify.inferred_spec import file_name, spec_text

@@ -18,8 +18,8 @@ import yaml
 from typer.testing import CliRunner
 
 from gradverify.authoring import spec_schema
+from gradverify.catalogue.explanations import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
 from gradverify.checks import REGISTRY, get_check
-from gradverify.checks.docs import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
 from gradverify.checks.lint import RULES
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
