@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gradverify.catalogue.explanations import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
+from gradverify.catalogue import LINT_RULES, SUMMARIES
+from gradverify.catalogue.explanations import ALIASES, EXPLANATIONS, TOPICS
 from gradverify.errors import UsageError
 from gradverify.inference import Inference, infer
 from gradverify.inferred_spec import file_name, spec_text
@@ -241,13 +242,11 @@ def explain(name: str | None = None) -> str:
         topic_summary, text = TOPICS[key]
         return f"{key}: {topic_summary}\n\n{text}"
     if RULE_ID.fullmatch(key.upper()):
-        from gradverify.checks.lint import RULES  # imports torch: only for a rule id
-
-        rule = RULES.get(key.upper())
+        rule = LINT_RULES.get(key.upper())
         if rule is not None:
             title, remedy = rule
             return f"{key.upper()} (check lint): {title}\n\nFix: {remedy}."
-        raise UsageError(f"no lint rule {name!r}; the rules are {', '.join(RULES)}")
+        raise UsageError(f"no lint rule {name!r}; the rules are {', '.join(LINT_RULES)}")
     names = [*CHECK_IDS, *TOPICS, *ALIASES]
     raise UsageError(
         f"no check or topic {name!r}{did_you_mean(spelled, names)}; the topics are "
@@ -273,10 +272,8 @@ def _explain_index() -> str:
 
 def _rule_list() -> str:
     """Every lint rule from the registry, title and remedy, in the order of their ids."""
-    from gradverify.checks.lint import RULES  # imports torch
-
     lines = ["The rules (`gradverify explain GV101` for one):"]
-    for rule, (title, remedy) in RULES.items():
+    for rule, (title, remedy) in LINT_RULES.items():
         lines.append(f"  {rule}  {title}")
         lines += textwrap.wrap(
             f"Fix: {remedy}.", width=88, initial_indent=" " * 9, subsequent_indent=" " * 9

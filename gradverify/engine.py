@@ -10,6 +10,7 @@ from typing import Protocol
 import torch
 
 from gradverify.arity import check_arity
+from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext
 from gradverify.folding import fold, once_per_function
@@ -145,12 +146,6 @@ def _case_fails(context: CaseContext, checks: Sequence[str], message: str) -> li
         )
         for check in checks
     ]
-
-
-# Checks whose findings are about backward: a finding points at the user's backward too.
-BACKWARD_CHECKS = frozenset(
-    {"backward", "finite_difference", "gradcheck", "gradgradcheck", "expected_gradient", "layouts"}
-)
 
 
 def _located(result: Result, target: Target) -> Result:

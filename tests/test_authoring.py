@@ -18,9 +18,11 @@ import yaml
 from typer.testing import CliRunner
 
 from gradverify.authoring import spec_schema
-from gradverify.catalogue.explanations import ALIASES, EXPLANATIONS, SUMMARIES, TOPICS
+from gradverify.catalogue import CATALOGUE, SUMMARIES
+from gradverify.catalogue import LINT_RULES as RULES
+from gradverify.catalogue.explanations import ALIASES, EXPLANATIONS, TOPICS
 from gradverify.checks import REGISTRY, get_check
-from gradverify.checks.lint import RULES
+from gradverify.checks.vmap import BATCH
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
 from gradverify.spec.load import load_spec_file
@@ -106,11 +108,22 @@ def test_gradverify_schema_prints_the_schema_without_importing_torch():
 # --- checks and explain -------------------------------------------------------------------
 
 
-def test_every_check_is_listed_with_its_own_description():
-    assert list(SUMMARIES) == list(CHECK_IDS) == list(REGISTRY)
+def test_the_catalogue_and_the_registry_agree():
+    # One list of checks: the spec's ids, the registry and the explanations follow it.
+    assert [entry.id for entry in CATALOGUE] == list(SUMMARIES) == list(CHECK_IDS)
+    assert list(REGISTRY) == list(CHECK_IDS)
     assert set(EXPLANATIONS) == set(CHECK_IDS)
-    for check in CHECK_IDS:  # one wording: the check's own description
-        assert SUMMARIES[check] == get_check(check).description
+    for entry in CATALOGUE:  # each entry's class is the check of that id
+        check = get_check(entry.id)
+        assert check.id == entry.id
+        assert f"{type(check).__module__}:{type(check).__name__}" == entry.implementation
+    assert f"over a batch of {BATCH} " in SUMMARIES["vmap"]  # the description says vmap's batch
+
+
+def test_explaining_a_lint_rule_does_not_import_torch():
+    completed = run_python_cli(["explain", "GV103"])
+    assert "torch imported: False exit: 0" in completed.stderr
+    assert completed.stdout.startswith(f"GV103 (check lint): {RULES['GV103'][0]}")
 
 
 def test_gradverify_checks_lists_every_id_in_order():

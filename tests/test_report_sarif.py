@@ -79,7 +79,7 @@ def test_awkward_paths_and_values_stay_valid(validator, tmp_path, monkeypatch):
 
 
 def test_every_check_and_lint_rule_is_a_rule():
-    from gradverify.checks.lint import RULES
+    from gradverify.catalogue import LINT_RULES as RULES
 
     assert set(sarif.CHECKS) == set(CHECK_IDS)
     assert {rule: title for rule, (title, _) in RULES.items()} == sarif.LINT_RULES

@@ -1,64 +1,9 @@
-"""What each check verifies, and the topics around them, for `gradverify checks` and
-`gradverify explain NAME`.
-
-Kept apart from the check modules, which import torch: listing or explaining checks must
-stay instant. The one-line summaries are the checks' own `description`s (a test keeps them
-equal); the explanations say how the check works and how to fix what it commonly finds.
-TOPICS explain what is not a check of its own: the gradient modes and kinks. The lint
-rules are listed from their registry (gradverify.checks.lint.RULES), not here.
+"""The catalogue's long texts, for `gradverify explain NAME`: per check, how it works and how
+to fix what it commonly finds; TOPICS, what is not a check of its own (the gradient modes
+and kinks); ALIASES, other names that find them. Torch-free, so explaining stays instant.
 """
 
 from __future__ import annotations
-
-SUMMARIES: dict[str, str] = {
-    "lint": (
-        "known pitfalls of hand-written Functions (GV101–GV106), from the source and the graph node"
-    ),
-    "forward": (
-        "forward runs, returns floating outputs with no NaN/Inf, and does not modify its inputs in place"
-    ),
-    "backward": (
-        "backward returns one well-formed, finite gradient per argument, deterministically, "
-        "without modifying grad_output"
-    ),
-    "layouts": (
-        "non-contiguous arguments and arguments with requires_grad off give the same outputs "
-        "and gradients as the declared layout"
-    ),
-    "finite_difference": (
-        "backward's Jacobian matches central finite differences, per argument, in float64"
-    ),
-    "gradcheck": "torch.autograd.gradcheck passes (float64, the spec's tolerances)",
-    "gradgradcheck": (
-        "torch.autograd.gradgradcheck passes: second derivatives (double backward) are right"
-    ),
-    "expected_gradient": (
-        "a surrogate backward returns the gradient its `expected_gradient` function describes"
-    ),
-    "reference": (
-        "forward outputs and gradients match a plain-PyTorch reference (float64 tolerance, or "
-        "k × the reference's own error in a lower dtype)"
-    ),
-    "jvp": (
-        "the Function's jvp (forward-mode AD) matches central differences along seeded random "
-        "tangents, per argument, in float64"
-    ),
-    "vmap": (
-        "torch.vmap over a batch of 3 gives the outputs and gradients of a loop over the same inputs"
-    ),
-    "func": (
-        "torch.func.grad, vjp and jacrev over the Function (and jacfwd, given a jvp and a "
-        "vmap rule) agree with central finite differences, in float64"
-    ),
-    "opcheck": (
-        "a custom op's schema, autograd registration, fake implementation and AOT tracing "
-        "pass torch.library.opcheck"
-    ),
-    "compile": (
-        'under torch.compile(backend="aot_eager", fullgraph=True), outputs and gradients '
-        "equal eager's, with no graph break"
-    ),
-}
 
 EXPLANATIONS: dict[str, str] = {
     "lint": """\
@@ -402,13 +347,3 @@ ALIASES: dict[str, str] = {
     "max_error": "approximate",
     "samples": "approximate",
 }
-
-
-def summary(check_id: str) -> str:
-    """The check's one-line description."""
-    return SUMMARIES[check_id]
-
-
-def explanation(check_id: str) -> str:
-    """What the check verifies and how to fix its common failures."""
-    return EXPLANATIONS[check_id]

@@ -1,6 +1,8 @@
-"""The check registry, keyed by public check id.
+"""The check registry, keyed by public check id: the catalogue's entries, their classes
+imported only when a check is asked for (check modules import torch).
 
-Check modules import torch, so they are imported only when a check is asked for.
+Each check is one module (or a package, when it has helpers of its own) named by its id;
+what several checks use lives in checks/shared, and no check imports another.
 """
 
 from __future__ import annotations
@@ -8,26 +10,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from gradverify.catalogue import CATALOGUE
+
 if TYPE_CHECKING:
     from gradverify.checks.shared.case import Check
 
-# id -> "module:Class"; the order is the order checks run in by default.
-REGISTRY: dict[str, str] = {
-    "lint": "gradverify.checks.lint:LintCheck",
-    "forward": "gradverify.checks.forward:ForwardCheck",
-    "backward": "gradverify.checks.backward:BackwardCheck",
-    "layouts": "gradverify.checks.layouts:LayoutsCheck",
-    "finite_difference": "gradverify.checks.finite_difference:FiniteDifferenceCheck",
-    "gradcheck": "gradverify.checks.gradcheck:GradcheckCheck",
-    "gradgradcheck": "gradverify.checks.gradgradcheck:GradgradcheckCheck",
-    "expected_gradient": "gradverify.checks.expected_gradient:ExpectedGradientCheck",
-    "reference": "gradverify.checks.reference:ReferenceCheck",
-    "jvp": "gradverify.checks.jvp:JvpCheck",
-    "vmap": "gradverify.checks.vmap:VmapCheck",
-    "func": "gradverify.checks.func:FuncCheck",
-    "opcheck": "gradverify.checks.opcheck:OpcheckCheck",
-    "compile": "gradverify.checks.compile:CompileCheck",
-}
+# id -> "module:Class", from the catalogue; the order is the order checks run in by default.
+REGISTRY: dict[str, str] = {entry.id: entry.implementation for entry in CATALOGUE}
 
 
 def get_check(check_id: str) -> Check:

@@ -34,10 +34,6 @@ class CompileCheck:
     """Outputs and gradients under torch.compile(backend="aot_eager", fullgraph=True) against eager."""
 
     id: ClassVar[str] = "compile"
-    description: ClassVar[str] = (
-        'under torch.compile(backend="aot_eager", fullgraph=True), outputs and gradients '
-        "equal eager's, with no graph break"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         missing = dynamo.unavailable()

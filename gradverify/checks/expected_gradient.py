@@ -30,9 +30,6 @@ class ExpectedGradientCheck:
     """backward's gradients equal those of the spec's `expected_gradient` function."""
 
     id: ClassVar[str] = "expected_gradient"
-    description: ClassVar[str] = (
-        "a surrogate backward returns the gradient its `expected_gradient` function describes"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         path = context.spec.expected_gradient

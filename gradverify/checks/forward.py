@@ -22,9 +22,6 @@ class ForwardCheck:
     """forward runs; outputs are finite for finite inputs; inputs are not modified in place."""
 
     id: ClassVar[str] = "forward"
-    description: ClassVar[str] = (
-        "forward runs, returns floating outputs with no NaN/Inf, and does not modify its inputs in place"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         arguments = fresh_copies(context.arguments)

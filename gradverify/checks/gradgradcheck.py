@@ -63,9 +63,6 @@ class GradgradcheckCheck:
     """torch.autograd.gradgradcheck in float64 with seeded grad_outputs."""
 
     id: ClassVar[str] = "gradgradcheck"
-    description: ClassVar[str] = (
-        "torch.autograd.gradgradcheck passes: second derivatives (double backward) are right"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         skip = nothing_to_check(context, self.id)

@@ -70,10 +70,6 @@ class OpcheckCheck:
     """torch.library.opcheck's tests, each failure with torch's reason in plain words."""
 
     id: ClassVar[str] = "opcheck"
-    description: ClassVar[str] = (
-        "a custom op's schema, autograd registration, fake implementation and AOT tracing "
-        "pass torch.library.opcheck"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         if context.target.op_name is None:

@@ -39,10 +39,6 @@ class VmapCheck:
     """torch.vmap against a Python loop: outputs, then gradients through the batched call."""
 
     id: ClassVar[str] = "vmap"
-    description: ClassVar[str] = (
-        f"torch.vmap over a batch of {BATCH} gives the outputs and gradients of a loop over "
-        "the same inputs"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         if not defines_vmap(context.target):

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gradverify._version import __version__
+from gradverify.catalogue import LINT_RULES as CATALOGUE_RULES
 from gradverify.report.evidence import explanation, relative_path
 from gradverify.report.options import RenderOptions
 from gradverify.results import Report, Result, Status
@@ -43,15 +44,8 @@ CHECKS: dict[str, str] = {
     "opcheck": "torch.library.opcheck's tests pass for a custom op (schema, autograd registration, fake tensor, AOT dispatch).",
     "compile": "Under torch.compile (aot_eager, fullgraph) outputs and gradients match eager, without graph breaks.",
 }
-# Lint rule id -> title (tests keep this in step with gradverify.checks.lint.RULES).
-LINT_RULES: dict[str, str] = {
-    "GV101": "input or output of forward stored as an attribute of ctx",
-    "GV102": "`.data` used in forward or backward",
-    "GV103": "in-place operation on grad_output or a saved tensor in backward",
-    "GV104": "backward returns a different number of values than forward has arguments",
-    "GV105": "save_for_backward given a non-tensor",
-    "GV106": "in-place change in forward to a tensor already saved for backward",
-}
+# Lint rule id -> title, from the catalogue.
+LINT_RULES: dict[str, str] = {rule: title for rule, (title, _) in CATALOGUE_RULES.items()}
 
 
 def render(report: Report, options: RenderOptions | None = None) -> str:

@@ -13,7 +13,7 @@ import torch
 
 import gradverify.examples
 from gradverify import engine
-from gradverify.checks.lint import RULES
+from gradverify.catalogue import LINT_RULES as RULES
 from gradverify.spec.load import SpecEntry, load_spec_file
 from gradverify.spec.models import Case, FunctionSpec, LiteralInput, TensorInput
 from gradverify.target import load_target

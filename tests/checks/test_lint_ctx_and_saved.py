@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gradverify.checks.lint import RULES
+from gradverify.catalogue import LINT_RULES as RULES
 from tests.functions import forms
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -28,10 +28,6 @@ class BackwardCheck:
     """Backward's raw return: count, shape, dtype, device, finiteness, determinism, no in-place grad_output."""
 
     id: ClassVar[str] = "backward"
-    description: ClassVar[str] = (
-        "backward returns one well-formed, finite gradient per argument, deterministically, "
-        "without modifying grad_output"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         arguments = fresh_copies(context.arguments)

@@ -41,9 +41,6 @@ class FiniteDifferenceCheck:
     backward against central differences."""
 
     id: ClassVar[str] = "finite_difference"
-    description: ClassVar[str] = (
-        "backward's Jacobian matches central finite differences, per argument, in float64"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         nothing = no_gradient_to_check(context, self.id)  # an op that returns nothing

@@ -101,10 +101,6 @@ class FuncCheck:
     """torch.func.grad, vjp, jacrev and jacfwd against central differences, in float64."""
 
     id: ClassVar[str] = "func"
-    description: ClassVar[str] = (
-        "torch.func.grad, vjp and jacrev over the Function (and jacfwd, given a jvp and a "
-        "vmap rule) agree with central finite differences, in float64"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         reason = not_transformable(context.target) or NOT_COMPARED.get(context.spec.gradient)

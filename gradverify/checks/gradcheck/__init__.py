@@ -51,7 +51,6 @@ class GradcheckCheck:
     """torch.autograd.gradcheck in float64 with the spec's tolerances."""
 
     id: ClassVar[str] = "gradcheck"
-    description: ClassVar[str] = "torch.autograd.gradcheck passes (float64, the spec's tolerances)"
 
     def run(self, context: CaseContext) -> list[Result]:
         skip = nothing_to_check(context, self.id)

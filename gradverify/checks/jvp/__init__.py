@@ -48,10 +48,6 @@ class JvpCheck:
     """Forward-mode AD through the Function's jvp, per argument and all together."""
 
     id: ClassVar[str] = "jvp"
-    description: ClassVar[str] = (
-        "the Function's jvp (forward-mode AD) matches central differences along seeded random "
-        "tangents, per argument, in float64"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         if not defines_jvp(context.target):

@@ -69,10 +69,6 @@ class LayoutsCheck:
     """Non-contiguous arguments and requires_grad off: same outputs and gradients as declared."""
 
     id: ClassVar[str] = "layouts"
-    description: ClassVar[str] = (
-        "non-contiguous arguments and arguments with requires_grad off give the same outputs "
-        "and gradients as the declared layout"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         nothing = no_gradient_to_check(context, self.id)

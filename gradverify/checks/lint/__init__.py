@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from gradverify.catalogue import LINT_RULES as RULES
 from gradverify.checks.lint.forward_run import ForwardRun, run_forward, save_for_backward_crash
 from gradverify.checks.lint.inplace import inplace_writes
 from gradverify.checks.lint.methods import (
@@ -32,44 +33,6 @@ from gradverify.checks.lint.saved import writes_after_save
 from gradverify.checks.shared.case import CaseContext
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError
-
-# id -> (title, remedy). The ids are public: keep them stable, add new ones at the end.
-RULES: dict[str, tuple[str, str]] = {
-    "GV101": (
-        "input or output of forward stored as an attribute of ctx",
-        "save inputs and outputs with ctx.save_for_backward(...) and read them from "
-        "ctx.saved_tensors. An output on ctx makes a reference cycle that leaks memory, and an "
-        "input or output on ctx escapes the check that catches its later in-place "
-        "modification; a mask or a detached intermediate may stay on ctx",
-    ),
-    "GV102": (
-        "`.data` used in forward or backward",
-        "use .detach() (or compute under torch.no_grad()) instead of .data: .data hides the "
-        "operation from autograd and from the version counter, so wrong gradients pass silently",
-    ),
-    "GV103": (
-        "in-place operation on grad_output or a saved tensor in backward",
-        "compute a new tensor (grad_output * 2, not grad_output.mul_(2)); clone first if you "
-        "must work in place. grad_output may be shared with other parts of the graph, and a "
-        "saved tensor may be the caller's input",
-    ),
-    "GV104": (
-        "backward returns a different number of values than forward has arguments",
-        "return one gradient per forward argument, in order, with None for arguments that "
-        "have no gradient (literals, integer tensors); extra trailing values must be None",
-    ),
-    "GV105": (
-        "save_for_backward given a non-tensor",
-        "save only tensors (or None) with ctx.save_for_backward; store other values as ctx "
-        "attributes (ctx.alpha = alpha)",
-    ),
-    "GV106": (
-        "in-place change in forward to a tensor already saved for backward",
-        "save the tensor after its last in-place change, or change a clone (y = y.clone()). "
-        "torch records a saved tensor's version only when forward returns, so a change made "
-        "after save_for_backward goes unnoticed and backward silently uses the changed values",
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -101,9 +64,6 @@ class LintCheck:
     """Pitfalls GV101–GV106: ctx tensors, .data, in-place grads, return count, what is saved."""
 
     id: ClassVar[str] = "lint"
-    description: ClassVar[str] = (
-        "known pitfalls of hand-written Functions (GV101–GV106), from the source and the graph node"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         if not context.target.is_function:

@@ -75,10 +75,6 @@ class ReferenceCheck:
     """Outputs and gradients against a plain-PyTorch reference, in float64 or a lower dtype."""
 
     id: ClassVar[str] = "reference"
-    description: ClassVar[str] = (
-        "forward outputs and gradients match a plain-PyTorch reference (float64 tolerance, or "
-        "k × the reference's own error in a lower dtype)"
-    )
 
     def run(self, context: CaseContext) -> list[Result]:
         reference = _load_reference(context, self.id)

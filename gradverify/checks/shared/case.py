@@ -67,10 +67,10 @@ class CaseContext:
 
 
 class Check(Protocol):
-    """A check: a stable id, a one-line description, and a run over one case."""
+    """A check: a stable id (its entry in gradverify.catalogue says what it checks) and a
+    run over one case."""
 
     id: ClassVar[str]
-    description: ClassVar[str]
 
     def run(self, context: CaseContext) -> list[Result]: ...
 
