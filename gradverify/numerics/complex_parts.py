@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from gradverify.numerics.jacobian import OutputLayout, unravel
+from gradverify.numerics.patterns import EXPLAINED, MIN_ENTRIES
 
 PART_NAMES = ("real", "imaginary")
 GRAD_OUTPUTS = ("1", "1j")  # the grad_output each part of a complex output stands for
@@ -180,8 +181,6 @@ def second_order_parts(
 
 
 # A conjugation hint only on this much evidence (as `diagnosis.py` asks of its patterns).
-MIN_ENTRIES = 3
-EXPLAINED = 0.1  # the pattern's residual: at most this fraction of the tolerance
 SIGNIFICANT = 10.0  # entries larger than this many atol show a sign
 
 

@@ -14,6 +14,8 @@ from fractions import Fraction
 import torch
 
 from gradverify.numerics.patterns import (
+    EXPLAINED,
+    MIN_ENTRIES,
     OutputShapes,
     flipped_outputs,
     repeated_indices,
@@ -22,8 +24,6 @@ from gradverify.numerics.patterns import (
 
 # Hints only on this much evidence: entries a pattern is seen on, and how much better than
 # the tolerance the pattern explains them.
-MIN_ENTRIES = 3
-EXPLAINED = 0.1  # a pattern's residual: at most this fraction of the tolerance
 PRECISE = 0.1  # a region's right side: errors at most this fraction of the tolerance
 CLEARLY_WRONG = 10.0  # a region's wrong side: errors at least this many tolerances
 

@@ -6,6 +6,7 @@ differentiable outputs and one column per element of argument i.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ class OutputLayout:
     def locate(self, row: int) -> tuple[int, tuple[int, ...]]:
         """(output index, element within that output) of a Jacobian row."""
         for index, shape in zip(self.indices, self.shapes, strict=True):
-            size = _numel(shape)
+            size = math.prod(shape)
             if row < size:
                 return index, unravel(row, shape)
             row -= size
@@ -35,14 +36,7 @@ class OutputLayout:
 
     @property
     def rows(self) -> int:
-        return sum(_numel(shape) for shape in self.shapes)
-
-
-def _numel(shape: Sequence[int]) -> int:
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
+        return sum(math.prod(shape) for shape in self.shapes)
 
 
 def element_words(element: Sequence[int]) -> str:

@@ -50,13 +50,12 @@ from gradverify.numerics.kinks import (
     kink_at,
     nondifferentiable_rows,
 )
-from gradverify.numerics.noise import faint_rows, noise_rows, reach
+from gradverify.numerics.noise import ROUNDING_ULPS, faint_rows, noise_rows, reach
 from gradverify.numerics.salts import Salt
 from gradverify.numerics.sampling import line_through, sample
 from gradverify.usercode import user_code
 
 PROJECTIONS = 3  # random (u, v) pairs per argument
-ROUNDING_ULPS = 64.0  # float64 units in the last place allowed per rounding sum
 MAX_SEARCHES = 20  # group tests per argument, after the kinks of an elementwise Function
 LISTED = 1_000  # entries at kinks kept one by one; beyond, only counted
 # The step of the projections' central differences, in eps: |u| < 2, so that no element

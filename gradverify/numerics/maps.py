@@ -13,6 +13,7 @@ that large is no longer read at a glance.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 
 import torch
@@ -46,7 +47,7 @@ def mismatch_map(
 def full_jacobian_map(off: torch.Tensor, shape: Sequence[int]) -> tuple[str, ...] | None:
     """From a full Jacobian block's mask (outputs × argument elements): an element is wrong
     when any entry of its column is off."""
-    if off.dim() != 2 or off.shape[1] != _numel(shape):
+    if off.dim() != 2 or off.shape[1] != math.prod(shape):
         return None
     return mismatch_map(off.any(dim=0).reshape(tuple(shape)))
 
@@ -58,7 +59,7 @@ def located_map(
     element was not examined one by one (randomized mode)."""
     if _grid_shape(tuple(shape)) is None:
         return None
-    size = _numel(shape)
+    size = math.prod(shape)
     wrong_mask = torch.zeros(size, dtype=torch.bool)
     examined = torch.zeros(size, dtype=torch.bool)
     for column in wrong:
@@ -80,10 +81,3 @@ def _grid_shape(shape: tuple[int, ...]) -> tuple[int, int] | None:
     if rows * columns < 2 or rows > MAX_ROWS or columns > MAX_COLUMNS:
         return None
     return rows, columns
-
-
-def _numel(shape: Sequence[int]) -> int:
-    size = 1
-    for extent in shape:
-        size *= extent
-    return size

@@ -40,7 +40,7 @@ FLOAT64_ROUNDING = 2.0**-53
 NOISE_ULPS = 32.0
 TINY = 2.0**-12  # the tiny step, in units of eps: far below a float32 unit of x and of f
 # float64 roundings allowed in f(x ± tiny) before their slope is called inconsistent
-ROUNDING_ULPS = 64.0
+ROUNDING_ULPS = 64.0  # float64 units in the last place allowed per rounding sum
 
 
 def reach(values: torch.Tensor, eps: float, x_scale: float | torch.Tensor) -> torch.Tensor:

@@ -10,11 +10,13 @@ names a cause only on the evidence its docstring gives, and stays silent otherwi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
-MIN_ENTRIES = 3  # as diagnosis.MIN_ENTRIES: entries a pattern must be seen on
+MIN_ENTRIES = 3  # entries a pattern must be seen on (diagnosis and complex_parts use it too)
+EXPLAINED = 0.1  # a pattern's residual: at most this fraction of the tolerance
 DIM_NAMES = ("dim", "axis")
 
 Close = Callable[[torch.Tensor, torch.Tensor], bool]
@@ -35,7 +37,7 @@ def flipped_outputs(
         return None
     flipped, right, row = [], [], 0
     for index, shape in outputs:
-        size = _numel(shape)
+        size = math.prod(shape)
         rows = slice(row, row + size)
         row += size
         if not bool(off[rows].any()):
@@ -82,7 +84,7 @@ def wrong_axis(
     if argument is None or len(outputs) != 1 or argument.dim() < 2:
         return None
     shape = tuple(argument.shape)
-    if outputs[0][1] != shape or analytical.shape != (_numel(shape), _numel(shape)):
+    if outputs[0][1] != shape or analytical.shape != (math.prod(shape), math.prod(shape)):
         return None
     forward_axes = _linking_axes(numerical, shape, atol)
     backward_axes = _linking_axes(analytical, shape, atol)
@@ -203,10 +205,3 @@ def _repeated_rows(
                 listed = ", ".join(str(value) for value in sorted(found))
                 return f"; {what} {listed} of {name}, the values {key} repeats"
     return ""
-
-
-def _numel(shape: Sequence[int]) -> int:
-    size = 1
-    for extent in shape:
-        size *= extent
-    return size

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from gradverify.checks.shared.case import dtype_name
 from gradverify.numerics.jacobian import unravel
 
 
@@ -139,7 +140,3 @@ def sci(value: float) -> str:
         return f"{value:g}"
     mantissa, exponent = f"{value:.1e}".split("e")
     return f"{mantissa}e{int(exponent)}"
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
