@@ -9,10 +9,10 @@ forward (or, new style, in setup_context); without torch, so loading a target st
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 from dataclasses import dataclass
 from typing import Any
+
+from gradverify.usercode.source import parsed_function
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,10 @@ class DirtyArguments:
 
 def dirty_arguments(function_class: Any, new_style: bool) -> DirtyArguments:
     """The arguments `ctx.mark_dirty` is called on (none when the source cannot be read)."""
-    method = _parsed(getattr(function_class, "setup_context" if new_style else "forward", None))
-    if method is None:
+    method = parsed_function(
+        getattr(function_class, "setup_context" if new_style else "forward", None)
+    )
+    if not isinstance(method, ast.FunctionDef):
         return DirtyArguments()
     parameters = [a.arg for a in (*method.args.posonlyargs, *method.args.args)]
     if not parameters:
@@ -53,17 +55,6 @@ def dirty_arguments(function_class: Any, new_style: bool) -> DirtyArguments:
             else:
                 positions.add(index)
     return DirtyArguments(tuple(sorted(positions)), every)
-
-
-def _parsed(function: Any) -> ast.FunctionDef | None:
-    function = inspect.unwrap(function) if function is not None else None
-    try:
-        source = textwrap.dedent(inspect.getsource(function))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, ValueError):
-        return None
-    node = tree.body[0] if tree.body else None
-    return node if isinstance(node, ast.FunctionDef) else None
 
 
 def _mark_dirty_calls(method: ast.FunctionDef, ctx: str) -> list[ast.Call]:

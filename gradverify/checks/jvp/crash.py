@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import textwrap
 import traceback
 from dataclasses import replace
 
@@ -19,6 +18,7 @@ from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.results import Result
 from gradverify.target import Target
 from gradverify.usercode import UserCodeError
+from gradverify.usercode.source import own_nodes, parsed_function
 
 # torch's complaint when jvp gives a tangent that is not a floating point tensor (None too).
 _NOT_FLOATING = "Expected both tensor and its forward grad to be floating point or complex"
@@ -97,28 +97,11 @@ def _mentions_save_for_forward(target: Target) -> bool:
 
 def _returns_nothing(target: Target) -> bool:
     """Whether the source of jvp never returns a value (`pass`, `...`, `return None`)."""
-    try:
-        source = textwrap.dedent(inspect.getsource(target.obj.jvp))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError):
+    function = parsed_function(target.obj.jvp)
+    if function is None:
         return False
-    function = tree.body[0] if tree.body else None
-    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-        return False
-    returns = [node for node in _own_nodes(function) if isinstance(node, ast.Return)]
+    returns = [node for node in own_nodes(function) if isinstance(node, ast.Return)]
     return all(
         node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None)
         for node in returns
     )
-
-
-def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
-    """The nodes of `function`'s body, not of functions or classes nested in it."""
-    found: list[ast.AST] = []
-    pending: list[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            pending.extend(ast.iter_child_nodes(node))
-    return found

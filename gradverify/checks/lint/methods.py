@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gradverify.dirty import input_bindings, input_subscript
+from gradverify.usercode.source import FunctionNode, own_nodes
 
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 SAVED_CONTAINERS = frozenset({"saved_tensors", "saved_variables"})
 SNIPPET_LENGTH = 60
 
@@ -125,18 +125,6 @@ def constant_int(index: ast.expr) -> int | None:
     return None
 
 
-def _own_nodes(function: FunctionNode) -> list[ast.AST]:
-    """The nodes of a function's body, without those of functions and classes nested in it."""
-    found: list[ast.AST] = []
-    pending: list[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            pending.extend(ast.iter_child_nodes(node))
-    return found
-
-
 # GV101: where `ctx.<attribute> = ...` is written.
 def ctx_assignments(method: Method, ctx: str | None) -> dict[str, int]:
     """The first line assigning each attribute of ctx (`ctx.name = ...`, `setattr(ctx, ...)`)."""
@@ -181,7 +169,7 @@ def counted_returns(backward: Method) -> list[Return]:
     """backward's `return`s whose number of values is known statically, in line order."""
     bindings = _bindings(backward)
     returns = []
-    for node in _own_nodes(backward.node):
+    for node in own_nodes(backward.node):
         if isinstance(node, ast.Return):
             value = node.value if node.value is not None else ast.Constant(value=None)
             counted = _values(value, bindings, frozenset())
@@ -203,7 +191,7 @@ def _bindings(method: Method) -> _Bindings:
     for name in (*others, *(a.arg for a in arguments.kwonlyargs)):
         if name:
             bindings[name] = [None]
-    for node in _own_nodes(method.node):
+    for node in own_nodes(method.node):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):

@@ -1,0 +1,36 @@
+"""The user's methods as syntax trees: one parser for every reader of a method's source
+(lint's rules read whole files instead, to keep the file's line numbers)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def parsed_function(function: Any) -> FunctionNode | None:
+    """`function`'s own source as a syntax tree (decorators unwrapped, dedented), or None
+    when there is no source to read or it does not parse."""
+    function = inspect.unwrap(function) if function is not None else None
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, FunctionNode) else None
+
+
+def own_nodes(function: FunctionNode) -> list[ast.AST]:
+    """The nodes of a function's body, without those of functions and classes nested in it."""
+    found: list[ast.AST] = []
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
+    return found
