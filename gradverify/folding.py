@@ -15,7 +15,7 @@ from dataclasses import replace
 from gradverify.results import Result, Status
 
 # What forward and backward say about a non-finite value for finite inputs
-# (checks/forward.py and checks/backward.py): the first place such a value shows.
+# (checks/forward.py and checks/backward/): the first place such a value shows.
 NON_FINITE_WORDS = "for finite inputs"
 # gradgradcheck differentiates backward: where backward or the first derivative is already
 # wrong, a wrong second derivative follows from that finding rather than adding one.
@@ -78,7 +78,7 @@ def non_finite(result: Result) -> bool:
     return result.check in ("forward", "backward") and NON_FINITE_WORDS in result.message
 
 
-# What a wasted-work warning says (checks/wasted_work.py): a habit of backward's, the same
+# What a wasted-work warning says (checks/layouts/wasted_work.py): a habit of backward's, the same
 # in every case of a Function, so a run reports it once per Function.
 WASTED_WORK_WORDS = "(wasted work)"
 

@@ -4,7 +4,7 @@ A generated value that lands within eps of a kink (ReLU at 0) makes central diff
 meaningless there; such elements are drawn again, a few times, and the report says so with
 true counts. Explicit `values` are never changed: a user who writes 0.0 means 0.0.
 
-An elementwise forward shows every element near a kink at once (`checks/diagonal.py`): a few
+An elementwise forward shows every element near a kink at once (`numerics/diagonal.py`): a few
 forward calls per try, whatever the size and the number of kinks. A forward that mixes
 elements needs group testing, on a budget of probes; when the budget runs out the note says
 so. Whatever is still near a kink afterwards, the checks find again and judge as kinks.
@@ -142,7 +142,7 @@ def grouped_near_kinks(
     elements (five forward calls); a kink of any member shows as a kink along the direction.
     Only groups that show one are halved, so inputs without kinks cost five forward calls,
     and each element near a kink about 5·log2(n). Rounding noise (a forward computing in
-    float32) is no kink (`checks/noise.py`): once seen, roughness as faint as it is ignored.
+    float32) is no kink (`numerics/noise.py`): once seen, roughness as faint as it is ignored.
     """
     signs = torch.randint(0, 2, (probe[index].numel(),), generator=torch.Generator().manual_seed(0))
     direction = (signs * 2 - 1).to(torch.float64)

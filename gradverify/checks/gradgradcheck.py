@@ -1,7 +1,7 @@
 """`gradgradcheck`: second derivatives by torch.autograd.gradgradcheck, mapped to arguments.
 
-In randomized mode (`checks/modes.py`) torch runs with `fast_mode=True`, and a failure is
-localized by group testing (`checks/randomized.py`) instead of full second-order Jacobians.
+In randomized mode (`checks/shared/modes.py`) torch runs with `fast_mode=True`, and a failure is
+localized by group testing (`numerics/localizer.py`) instead of full second-order Jacobians.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class GradgradcheckCheck:
             call = context.target.call
             failure = self._gradgradcheck(context, call, arguments, grad_outputs, fast)
             if failure is None and fast:
-                # torch's fast mode sums allowances over every entry (see checks/randomized.py)
+                # torch's fast mode sums allowances over every entry (see numerics/localizer.py)
                 # and misses wrong entries in large inputs; our projections look again.
                 found = self._randomized_search(context, arguments, wrt, grad_outputs, notes)
                 if found:

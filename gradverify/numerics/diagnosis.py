@@ -49,14 +49,14 @@ def diagnose(
 
     `linearity`, when given, asks backward whether it is linear in grad_output (True, False,
     or None for unknown); it tells a wrong constant from a clipped gradient where the
-    Jacobian alone cannot (see `checks/linearity.py`). `excused` entries (kinks with a valid
+    Jacobian alone cannot (see `checks/shared/linearity.py`). `excused` entries (kinks with a valid
     subgradient) are neither right nor wrong evidence. `pairs`: complex values seen as
     (real, imaginary) pairs (`complex_parts.py`), whose real Jacobian transposed is no
     transposed matrix in backward (that would want `.mH`): no transposition hints then.
     `numbers`: forward's number arguments by name; a constant factor equal to one of them
     (or its inverse) is named after it. `outputs`: (output index, shape) of the rows, in order,
     for hints per output and along axes; `indices`: forward's integer tensor arguments by name,
-    for repeated indices (`checks/patterns.py`).
+    for repeated indices (`numerics/patterns.py`).
     """
     if not off.any() or analytical.is_complex() or numerical.is_complex():
         return None

@@ -200,7 +200,7 @@ class Localizer:
 
     def _judge_kinks(self, exam: Examination, active: torch.Tensor) -> None:
         """Every element of an elementwise Function within eps of a kink, judged at once
-        (`checks/diagonal.py`) and taken out of the projections: excused where backward lies
+        (`numerics/diagonal.py`) and taken out of the projections: excused where backward lies
         between the one-sided slopes, wrong where it does not."""
         problem, position = self.problem, exam.position
         base = self.base if len(problem.outputs) == 1 else None

@@ -1,4 +1,4 @@
-"""Hints read from a Jacobian's structure (checks/patterns.py, checks/unreduced.py).
+"""Hints read from a Jacobian's structure (numerics/patterns.py, checks/backward/unreduced.py).
 
 Each where it must appear, and where it must not: on a correct Function (quiet), and on a
 different bug for which it would be a false lead (tests/functions/structure_hints.py).

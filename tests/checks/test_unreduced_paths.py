@@ -1,6 +1,6 @@
 """What the unreduced-gradient warning says about torch, measured on a real Function.
 
-`checks/unreduced.py` tells the user that every path through autograd sums a broadcast
+`checks/backward/unreduced.py` tells the user that every path through autograd sums a broadcast
 gradient back, and only a direct call of backward sees it unreduced. Each path is run here
 on BiasAddUnreduced (b's gradient returned as [3, 4] for a [4] bias): if a torch release
 changes any of them, this fails and the warning's words must change with it.

@@ -1,7 +1,7 @@
 """`finite_difference`: our own central differences against backward, per argument, in float64.
 
-In randomized mode (`checks/modes.py`) the full Jacobians give way to random projections,
-with group testing to name a wrong entry (`checks/randomized.py`).
+In randomized mode (`checks/shared/modes.py`) the full Jacobians give way to random projections,
+with group testing to name a wrong entry (`numerics/localizer.py`).
 """
 
 from __future__ import annotations

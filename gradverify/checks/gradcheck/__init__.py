@@ -5,8 +5,8 @@ at a kink with a valid subgradient, gradcheck is run again with those elements h
 so that everything else it checks (every other element, reentrancy, undefined grads) still
 counts; the kinks become a warning.
 
-In randomized mode (`checks/modes.py`) torch runs with `fast_mode=True` (random projections),
-and a failure is localized by group testing (`checks/randomized.py`) instead of full Jacobians.
+In randomized mode (`checks/shared/modes.py`) torch runs with `fast_mode=True` (random projections),
+and a failure is localized by group testing (`numerics/localizer.py`) instead of full Jacobians.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class GradcheckCheck:
         try:
             failure = run_gradcheck(context, context.target.call, arguments, fast_mode=fast)
             if failure is None and fast:
-                # torch's fast mode sums allowances over every entry (see checks/randomized.py)
+                # torch's fast mode sums allowances over every entry (see numerics/localizer.py)
                 # and misses wrong entries in large inputs; our projections look again.
                 missed = look_again(context, self.id, arguments, wrt, notes)
                 if missed:

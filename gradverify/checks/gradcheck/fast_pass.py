@@ -1,7 +1,7 @@
 """When torch's fast-mode gradcheck passes: look again, so that one case tells one story.
 
 torch's fast mode compares one random projection vᵀJu with an allowance summed over every
-entry (see `checks/randomized.py`), so in a large input it passes a gradient that is wrong
+entry (see `numerics/localizer.py`), so in a large input it passes a gradient that is wrong
 at a few entries, while `finite_difference` on the same case localizes them. After such a
 pass, our projections and group testing look again (the same seeds as `finite_difference`,
 so the same entries). Whatever they find is handed back to torch: its own gradcheck, in

@@ -2,7 +2,7 @@
 
 Each finding carries a stable rule id (RULES), the user's file and line, and the remedy.
 Findings warn, unless the pitfall makes this case crash or compute a wrong result: then
-they fail. The syntax-tree walking lives in lint_rules.
+they fail. The syntax-tree walking lives in lint/methods.py.
 """
 
 from __future__ import annotations

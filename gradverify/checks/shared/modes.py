@@ -1,11 +1,11 @@
 """Full Jacobians or random projections: which mode a numerical check runs in, and why; and
 randomized mode as the checks see it: the functions whose Jacobians it examines, torch's
-fast mode without its slow fallback, and its results. `checks/randomized.py` does the
+fast mode without its slow fallback, and its results. `numerics/localizer.py` does the
 projections and the group testing.
 
 `mode: full` builds every Jacobian entry: two forward calls per input element and one
 backward per output element, and memory for every entry. `mode: randomized` compares random
-projections vᵀJu and localizes a wrong entry by group testing (`checks/randomized.py`), in
+projections vᵀJu and localizes a wrong entry by group testing (`numerics/localizer.py`), in
 a few dozen calls whatever the size. `mode: auto` (the default) measures the case and picks.
 
 The thresholds come from timing full mode on this machine (a sigmoid and a Linear, float64,
