@@ -38,7 +38,8 @@ from gradverify.numerics.jacobian import (
     numerical_jacobian,
 )
 from gradverify.numerics.kinks import hold_fixed, kink_masks
-from gradverify.numerics.localizer import Examination, Localizer, Problem
+from gradverify.numerics.localization import Examination, Problem
+from gradverify.numerics.localizer import Localizer
 from gradverify.numerics.noise import rounding_hint
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status

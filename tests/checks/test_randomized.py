@@ -12,7 +12,7 @@ from gradverify.checks.gradcheck.fast_pass import restricted_complaint
 from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.modes import MAX_FULL_ENTRIES, first_order_problem
 from gradverify.inputs import build_inputs
-from gradverify.numerics.localizer import Entry
+from gradverify.numerics.localization import Entry
 from gradverify.report.evidence import evidence
 from gradverify.spec.load import parse_spec
 from gradverify.spec.models import FunctionSpec

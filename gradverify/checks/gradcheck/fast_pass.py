@@ -22,7 +22,8 @@ import torch
 from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.modes import first_order_problem, randomized_failure
 from gradverify.checks.shared.torch_gradcheck import torch_complaint
-from gradverify.numerics.localizer import Entry, Localizer, Problem
+from gradverify.numerics.localization import Entry, Problem
+from gradverify.numerics.localizer import Localizer
 from gradverify.results import Result, Status
 
 MISSED = (

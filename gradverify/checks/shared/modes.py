@@ -35,7 +35,8 @@ from gradverify.numerics.jacobian import (
     element_words,
     forward_selection,
 )
-from gradverify.numerics.localizer import PROJECTIONS, Entry, Examination, Problem
+from gradverify.numerics.localization import Entry, Examination, Problem
+from gradverify.numerics.localizer import PROJECTIONS
 from gradverify.numerics.maps import located_map
 from gradverify.numerics.noise import rounding_hint
 from gradverify.numerics.stochastic import mean_note
