@@ -9,7 +9,8 @@ before the first move, record after the last, compare:
     python bench/same_behaviour.py compare before.json after.json
 
 The record is the JSON report of `gradverify check --no-cache` on the bundled specs and the
-test suite's own spec fixtures, with what varies from run to run (timings) removed.
+test suite's own spec fixtures, with what varies from run to run (timings, the checkout's
+path) removed.
 """
 
 from __future__ import annotations
@@ -42,10 +43,14 @@ def record() -> dict[str, Any]:
 
 
 def _without_timings(value: Any) -> Any:
+    """The report without timings, and with the checkout's own path as <root> (so that two
+    checkouts of one tree compare equal)."""
     if isinstance(value, dict):
         return {key: _without_timings(item) for key, item in value.items() if key not in VARYING}
     if isinstance(value, list):
         return [_without_timings(item) for item in value]
+    if isinstance(value, str):
+        return value.replace(str(ROOT), "<root>")
     return value
 
 
