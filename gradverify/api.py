@@ -49,8 +49,8 @@ def verify(
             "verify() takes the Function itself, not an import path; "
             "for 'module:Attr' use `gradverify check`"
         )
-    from gradverify import engine
-    from gradverify.target import target_of
+    from gradverify.engine import case as engine
+    from gradverify.target.loading import target_of
 
     function_spec = _spec(inputs, checks, tolerance, gradient, seed, spec)
     target = target_of(fn, name)
@@ -106,7 +106,7 @@ def explain(results: Sequence[Result], width: int = 100, color: bool = False) ->
             cases.add((result.target, result.case))
             console.print(Text(_heading(result), style="bold"))
         if result.same_as is not None and (result.target, result.case, result.same_as) in said:
-            # One root cause, one finding (gradverify.folding), as the CLI says it.
+            # One root cause, one finding (gradverify.engine.folding), as the CLI says it.
             console.print(
                 Text(f"  {result.check}: the same finding as {result.same_as}", style="dim")
             )

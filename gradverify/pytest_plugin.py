@@ -81,8 +81,8 @@ class SpecFile(pytest.File):
     """One spec file: a collector per target, holding a collector per case."""
 
     def collect(self) -> Iterator[SpecTarget]:
-        from gradverify.config import load_config, with_defaults
-        from gradverify.plan import make_plan
+        from gradverify.spec.config import load_config, with_defaults
+        from gradverify.spec.plan import make_plan
 
         # As `gradverify check` runs it: [tool.gradverify] fills what the spec leaves unset.
         configured = load_config(self.config.invocation_params.dir)
@@ -150,7 +150,7 @@ class SpecCase(pytest.Collector):
     def _run(self) -> list[Result]:
         from dataclasses import replace
 
-        from gradverify import session
+        from gradverify.run import session
 
         case = next(c for c in self.entry.spec.cases if c.name == self.case)
         entry = replace(self.entry, spec=self.entry.spec.model_copy(update={"cases": [case]}))
@@ -213,7 +213,7 @@ def _is_custom_op(entry: SpecEntry) -> bool:
     form = parse_target(spec.target)
     if form is None or form.op is not None:
         return form is not None
-    from gradverify.target import load_target
+    from gradverify.target.loading import load_target
 
     try:
         return load_target(spec.target).op_name is not None

@@ -52,7 +52,7 @@ def run_spec(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
 
     A Path is read as it is; a string is YAML text (dedented), written to a file first.
     """
-    from gradverify import engine
+    from gradverify.engine import case as engine
     from gradverify.spec.load import load_spec_file, parse_spec
 
     def run(spec: Path | str, seed: int | None = None) -> Any:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gradverify import session
-from gradverify.cache import source_files
+from gradverify.run import session
+from gradverify.run.cache import source_files
 from gradverify.spec.load import load_spec_file
 
 FUNCTION = """

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gradverify import engine
+from gradverify.engine import case as engine
 from gradverify.errors import TargetError
 from gradverify.spec.load import parse_spec
 

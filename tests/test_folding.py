@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from gradverify.folding import fold
+from gradverify.engine.folding import fold
 from gradverify.results import Result, Status
 
 INF_SPEC = """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gradverify import forkserver, session
+from gradverify.run import forkserver, session
 from gradverify.spec.load import load_spec_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +100,7 @@ def _parent_of(pid: int) -> int:
 @pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
 def test_workers_are_forked_from_one_server_that_imported_torch_once(in_repo):
     """Isolation costs a fork, not an import: every worker is a child of the one server."""
-    from gradverify.pool import WorkerPool
+    from gradverify.run.pool import WorkerPool
 
     with WorkerPool(2, threads=1) as pool:
         first, second = pool._start(), pool._start()

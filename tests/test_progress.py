@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from gradverify.progress import DELAY, _DelayedBar, progress_listener
+from gradverify.run.progress import DELAY, _DelayedBar, progress_listener
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,12 +10,12 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
-from gradverify.memory import is_allocation_failure, out_of_memory
+from gradverify.engine.memory import is_allocation_failure, out_of_memory
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
+from gradverify.run.stacks import is_user_frame
 from gradverify.spec.models import FunctionSpec, Tolerance
-from gradverify.stacks import is_user_frame
-from gradverify.target import Target
+from gradverify.target.loading import Target
 
 
 @dataclass

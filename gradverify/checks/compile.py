@@ -20,11 +20,11 @@ from gradverify.checks.base import (
 )
 from gradverify.checks.compare import compare
 from gradverify.checks.jacobian import differentiable_outputs, element_words, unravel
+from gradverify.engine.memory import is_allocation_failure
 from gradverify.inputs import differentiable_indices, fresh_copies
-from gradverify.memory import is_allocation_failure
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
-from gradverify.target import source_of
+from gradverify.target.loading import source_of
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
-from gradverify.target import load_target
+from gradverify.target.loading import load_target
 
 
 class ExpectedGradientCheck:

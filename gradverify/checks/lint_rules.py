@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gradverify.dirty import input_bindings, input_subscript
+from gradverify.target.dirty import input_bindings, input_subscript
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 SAVED_CONTAINERS = frozenset({"saved_tensors", "saved_variables"})

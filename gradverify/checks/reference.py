@@ -40,7 +40,7 @@ from gradverify.checks.low_precision import (
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
-from gradverify.target import Target, load_target
+from gradverify.target.loading import Target, load_target
 
 GRAD_OUTPUT_SALT = 5
 _REAL_PART = {torch.complex32: torch.float16, torch.complex64: torch.float32}

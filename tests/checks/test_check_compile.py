@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from gradverify.checks import dynamo
-from gradverify.config import Config, ConfigError, Settings, load_config, with_defaults
 from gradverify.errors import SpecError
 from gradverify.examples import compiled as examples
+from gradverify.spec.config import Config, ConfigError, Settings, load_config, with_defaults
 from gradverify.spec.load import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 import gradverify.examples
-from gradverify import engine
 from gradverify.checks.lint import RULES
+from gradverify.engine import case as engine
 from gradverify.spec.load import SpecEntry, load_spec_file
 from gradverify.spec.models import Case, FunctionSpec, LiteralInput, TensorInput
-from gradverify.target import load_target
+from gradverify.target.loading import load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_SPEC = ROOT / "tests" / "specs" / "checks" / "lint.yaml"

@@ -93,9 +93,9 @@ def test_elements_a_re_draw_cannot_clear_are_all_held_fixed(run_spec, find):
 
 
 def _settle(low: float, high: float, size: int, seed: int = 0):
-    from gradverify.engine import prepare
+    from gradverify.engine.case import prepare
+    from gradverify.engine.off_kinks import settle_inputs
     from gradverify.inputs import build_inputs
-    from gradverify.settle import settle_inputs
     from gradverify.spec.load import parse_spec
 
     text = (
@@ -140,7 +140,7 @@ def test_a_wide_range_is_cleared_of_kinks_and_says_how_many_it_moved():
 def test_forward_runs_once_per_case_to_size_the_outputs():
     from gradverify.checks.base import CaseContext
     from gradverify.checks.modes import resolve_mode
-    from gradverify.engine import prepare
+    from gradverify.engine.case import prepare
     from gradverify.spec.load import parse_spec
     from tests.functions import large
 

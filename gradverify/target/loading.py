@@ -1,5 +1,5 @@
 """Load a target given as `module.path:Attr`, `path/to/file.py:Attr` or a custom op
-(gradverify.spec.targets lists the forms; gradverify.custom_ops describes ops)."""
+(gradverify.spec.targets lists the forms; gradverify.target.ops describes ops)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gradverify.custom_ops import describe_op, find_op, op_parts, op_spec
-from gradverify.dirty import DirtyArguments, dirty_arguments
 from gradverify.errors import TargetError
 from gradverify.spec.identity import TargetIdentity, identify, op_name
 from gradverify.spec.suggest import did_you_mean
 from gradverify.spec.targets import FORMS, form_problem, parse_target
+from gradverify.target.dirty import DirtyArguments, dirty_arguments
+from gradverify.target.ops import describe_op, find_op, op_parts, op_spec
 
 _OUR_DIR = str(Path(__file__).resolve().parent)
 _IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
@@ -51,7 +51,7 @@ class Target:
     # An op's OpOverload as torch holds it (opcheck tests it); `call` wraps it.
     op: Any = None
     # Keyword-only parameters without a default: a case's inputs, passed by position, can
-    # never fill them (gradverify.arity says so before anything runs).
+    # never fill them (gradverify.target.arity says so before anything runs).
     required_keywords: tuple[str, ...] = ()
     signature_known: bool = True  # False: inspect could not read forward's signature
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gradverify.cache import ResultCache
+from gradverify.engine.folding import once_per_function
 from gradverify.errors import GradverifyError
-from gradverify.folding import once_per_function
-from gradverify.pool import Outcome, WorkerPool
 from gradverify.results import Report, Result, Status
+from gradverify.run.cache import ResultCache
+from gradverify.run.pool import Outcome, WorkerPool
+from gradverify.run.tasks import InferTask, Task
 from gradverify.spec.load import SpecEntry
-from gradverify.tasks import InferTask, Task
 
 Listener = Callable[[Task, str, Any], None]
 INFER_TIMEOUT = 120.0  # seconds for zero-config's trial runs, as a spec's default timeout
@@ -81,7 +81,7 @@ def start_early(options: RunOptions) -> None:
     Its torch import then overlaps reading the specs. A run that turns out to have nothing
     to run stops it at exit, still importing.
     """
-    from gradverify import forkserver
+    from gradverify.run import forkserver
 
     nothing_cached = not options.cache or not options.cache_dir.exists()
     if options.isolation and forkserver.AVAILABLE and nothing_cached:
@@ -97,7 +97,7 @@ def infer_entries(targets: Sequence[str], options: RunOptions) -> list[tuple[Spe
     """
     if not targets:
         return []
-    from gradverify.zeroconfig import cached_entry, inferred
+    from gradverify.inference.zeroconfig import cached_entry, inferred
 
     cache = ResultCache(options.cache_dir) if options.cache else None
     infer = _infer_in_worker(options) if options.isolation else inferred
@@ -244,7 +244,7 @@ def _short(ended: str) -> str:
 def _in_process(
     tasks: Sequence[Task], listener: Listener | None
 ) -> dict[int, tuple[list[Result], tuple[str, ...]]]:
-    from gradverify import engine
+    from gradverify.engine import case as engine
 
     finished: dict[int, tuple[list[Result], tuple[str, ...]]] = {}
     targets: dict[str, Any] = {}

@@ -22,9 +22,9 @@ from typing import Any
 
 from gradverify._version import __version__
 from gradverify.results import Result, Status
+from gradverify.run.tasks import Task
 from gradverify.spec.identity import absolute_module
 from gradverify.spec.targets import module_of
-from gradverify.tasks import Task
 
 FORMAT = "v1"
 

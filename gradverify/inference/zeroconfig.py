@@ -1,4 +1,4 @@
-"""Zero-config runs: a spec inferred (gradverify.inference) when the user wrote none."""
+"""Zero-config runs: a spec inferred (gradverify.inference.from_signature) when the user wrote none."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gradverify.errors import GradverifyError
-from gradverify.inference import Inference, infer
-from gradverify.inferred_spec import file_name, spec_text
+from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.spec_text import file_name, spec_text
 from gradverify.spec.load import SpecEntry
 
 if TYPE_CHECKING:
-    from gradverify.cache import ResultCache
-    from gradverify.target import Target
+    from gradverify.run.cache import ResultCache
+    from gradverify.target.loading import Target
 
 CASE = "inferred"
 
@@ -34,8 +34,8 @@ def infer_entry(target: Target) -> tuple[SpecEntry, str]:
 
 def inferred(target_spec: str) -> dict[str, Any]:
     """`infer_entry` for a target named by `target_spec`, as the plain data the cache keeps
-    (and a worker process sends back: gradverify.session infers in one when isolated)."""
-    from gradverify.target import load_target
+    (and a worker process sends back: gradverify.run.session infers in one when isolated)."""
+    from gradverify.target.loading import load_target
 
     entry, note = infer_entry(load_target(target_spec))
     return {"spec": entry.spec.model_dump(mode="json"), "note": note}

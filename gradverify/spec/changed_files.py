@@ -2,7 +2,7 @@
 
 A changed spec file runs that spec. A changed Python file runs every spec (from the
 configured spec paths) whose target, `reference` or `expected_gradient` lives in that file
-or imports from it, found by reading `import` statements (gradverify.cache.source_files):
+or imports from it, found by reading `import` statements (gradverify.run.cache.source_files):
 nothing is imported, so an unrelated change costs no torch import. Anything else runs nothing.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradverify.cache import source_files
 from gradverify.errors import UsageError
+from gradverify.run.cache import source_files
 from gradverify.spec.discover import SPEC_SUFFIXES, spec_files
 from gradverify.spec.load import SpecEntry, load_spec_file
 from gradverify.spec.targets import module_of

@@ -9,17 +9,17 @@ from typing import Protocol
 
 import torch
 
-from gradverify.arity import check_arity
 from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
-from gradverify.folding import fold, once_per_function
+from gradverify.engine.folding import fold, once_per_function
+from gradverify.engine.memory import is_allocation_failure, out_of_memory, refusal
+from gradverify.engine.off_kinks import settle_inputs
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
-from gradverify.memory import is_allocation_failure, out_of_memory, refusal
 from gradverify.results import Report, Result, Status
-from gradverify.settle import settle_inputs
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
-from gradverify.target import Target, load_target
+from gradverify.target.arity import check_arity
+from gradverify.target.loading import Target, load_target
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The worker process: runs cases sent by the parent, one at a time.
 
-It is forked from gradverify.forkserver with torch and the engine already imported (or
+It is forked from gradverify.run.forkserver with torch and the engine already imported (or
 spawned, and imports them here).
 
 Everything it learns is sent back as it happens (the check being run, the phase of the
@@ -14,9 +14,9 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from gradverify import interrupts
 from gradverify.results import Result
-from gradverify.tasks import InferTask
+from gradverify.run import interrupts
+from gradverify.run.tasks import InferTask
 
 
 def serve(connection: Connection, threads: int) -> None:
@@ -36,10 +36,10 @@ def serve(connection: Connection, threads: int) -> None:
 
 
 def _serve_cases(connection: Connection) -> None:
-    from gradverify import engine
     from gradverify.checks.base import listen_to_phases
+    from gradverify.engine import case as engine
     from gradverify.errors import GradverifyError
-    from gradverify.stacks import dump_on_signal, remove
+    from gradverify.run.stacks import dump_on_signal, remove
 
     targets: dict[str, Any] = {}
     # At a timeout the parent asks for this process's stack, to say where the case was stuck.
@@ -55,7 +55,7 @@ def _serve_cases(connection: Connection) -> None:
         listen_to_phases(reporter.phase)
         try:
             if isinstance(task, InferTask):
-                from gradverify.zeroconfig import inferred
+                from gradverify.inference.zeroconfig import inferred
 
                 connection.send(("inferred", task.id, inferred(task.target)))
                 connection.send(("done", task.id, ()))
