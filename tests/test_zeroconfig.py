@@ -23,7 +23,8 @@ from gradverify.run import session
 from gradverify.run.cache import target_source_files
 from gradverify.run.session import RunOptions
 from gradverify.spec import LiteralInput, TensorInput, parse_spec
-from gradverify.target.loading import Target, load_target
+from gradverify.target.loaded import Target
+from gradverify.target.loading import load_target
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = "tests.functions.tutorials"

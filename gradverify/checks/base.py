@@ -15,7 +15,7 @@ from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.run.stacks import is_user_frame
 from gradverify.spec.models import FunctionSpec, Tolerance
-from gradverify.target.loading import Target
+from gradverify.target.loaded import Target
 
 
 @dataclass

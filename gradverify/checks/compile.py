@@ -24,7 +24,7 @@ from gradverify.engine.memory import is_allocation_failure
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
-from gradverify.target.loading import source_of
+from gradverify.target.loaded import source_of
 
 
 @dataclass(frozen=True)

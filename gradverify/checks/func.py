@@ -38,7 +38,7 @@ from gradverify.checks.modes import resolve_mode
 from gradverify.checks.vmap import defines_vmap
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
-from gradverify.target.loading import Target
+from gradverify.target.loaded import Target
 
 CLASSIC = (
     "a classic-style Function (forward takes ctx): torch.func cannot transform it. To make "

@@ -28,7 +28,7 @@ from gradverify.checks.noise import faint_rows, noise_rows, reach, rounding_hint
 from gradverify.checks.sampling import sample
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
-from gradverify.target.loading import Target
+from gradverify.target.loaded import Target
 
 NO_JVP = "the Function defines no jvp (forward-mode AD)"
 NOT_A_FUNCTION = "not a torch.autograd.Function: there is no jvp of its own to check"

@@ -17,7 +17,7 @@ import torch
 
 from gradverify.checks.base import CaseContext, UserCodeError, crash_result
 from gradverify.results import Result
-from gradverify.target.loading import Target
+from gradverify.target.loaded import Target
 
 # torch's complaint when jvp gives a tangent that is not a floating point tensor (None too).
 _NOT_FLOATING = "Expected both tensor and its forward grad to be floating point or complex"

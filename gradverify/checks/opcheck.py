@@ -29,7 +29,7 @@ from gradverify.checks.base import (
 from gradverify.checks.dynamo import quiet
 from gradverify.inputs import fresh_copies
 from gradverify.results import Result, Status
-from gradverify.target.loading import Target, source_of
+from gradverify.target.loaded import Target, source_of
 
 # torch.library.opcheck's default tests, in the order it runs them, and what each verifies.
 TESTS = {

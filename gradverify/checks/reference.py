@@ -40,7 +40,8 @@ from gradverify.checks.low_precision import (
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
-from gradverify.target.loading import Target, load_target
+from gradverify.target.loaded import Target
+from gradverify.target.loading import load_target
 
 GRAD_OUTPUT_SALT = 5
 _REAL_PART = {torch.complex32: torch.float16, torch.complex64: torch.float32}

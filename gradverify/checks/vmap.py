@@ -27,7 +27,7 @@ from gradverify.checks.finite_difference import promotion_notes
 from gradverify.checks.jacobian import differentiable_outputs, unravel
 from gradverify.inputs import build_inputs, differentiable_indices, fresh_copies
 from gradverify.results import Result, Status
-from gradverify.target.loading import Target
+from gradverify.target.loaded import Target
 
 BATCH = 3
 NO_VMAP = "the Function defines no vmap rule (vmap or generate_vmap_rule)"

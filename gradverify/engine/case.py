@@ -19,7 +19,8 @@ from gradverify.results import Report, Result, Status
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
 from gradverify.target.arity import check_arity
-from gradverify.target.loading import Target, load_target
+from gradverify.target.loaded import Target
+from gradverify.target.loading import load_target
 
 
 @dataclass(frozen=True)

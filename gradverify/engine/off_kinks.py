@@ -25,7 +25,7 @@ from gradverify.checks.noise import faint_rows, noise_rows
 from gradverify.checks.sampling import Evaluate, line_through, sample
 from gradverify.inputs import fresh_copies, redraw_values
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
-from gradverify.target.loading import Target
+from gradverify.target.loaded import Target
 
 MAX_TRIES = 5
 # Group testing costs five forward calls and O(n) work per probe (see `grouped_near_kinks`);

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gradverify.spec.models import FunctionSpec
-    from gradverify.target.loading import Target
+    from gradverify.target.loaded import Target
 
 # Names that conventionally hold a Linear's weight and bias, for the Linear-like shapes.
 WEIGHT_NAMES = re.compile(r"(^|_)(w|weight|weights|kernel|matrix)($|_)", re.IGNORECASE)

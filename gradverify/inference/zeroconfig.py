@@ -13,7 +13,7 @@ from gradverify.spec.load import SpecEntry
 
 if TYPE_CHECKING:
     from gradverify.run.cache import ResultCache
-    from gradverify.target.loading import Target
+    from gradverify.target.loaded import Target
 
 CASE = "inferred"
 
