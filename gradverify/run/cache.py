@@ -139,7 +139,7 @@ def target_source_files(target: str, project: Path) -> list[Path]:
 def _own_source_digest() -> str:
     """gradverify's own code: a changed check must not be answered from an old verdict."""
     digest = hashlib.sha256()
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # gradverify/, every subpackage too
     for file in sorted(package.rglob("*.py")):
         digest.update(file.read_bytes())
     return digest.hexdigest()

@@ -23,7 +23,7 @@ from gradverify.target.dirty import DirtyArguments, dirty_arguments
 from gradverify.target.loaded import Target, cloning, source_of
 from gradverify.target.ops import describe_op, find_op, op_parts, op_spec
 
-_OUR_DIR = str(Path(__file__).resolve().parent)
+_OUR_DIR = str(Path(__file__).resolve().parents[1])  # gradverify/
 _IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
 
 
