@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gradverify.errors import SpecError, SpecIssue
-from gradverify.results import Report, Result, Status
+from gradverify.results import Report, Result, Status, finding_key
 from gradverify.spec.load import SpecEntry, format_key_path
 from gradverify.spec.messages import plain_message
 from gradverify.spec.models import INPUT_TAGS, FunctionSpec, Tolerance
@@ -99,7 +99,7 @@ def explain(results: Sequence[Result], width: int = 100, color: bool = False) ->
         color_system="standard" if color else None, highlight=False, emoji=False,
     )  # fmt: skip
     cases: set[tuple[str, str]] = set()
-    findings: set[tuple[Any, ...]] = set()
+    findings: set[tuple[object, ...]] = set()
     said: set[tuple[str, str, str]] = set()  # (target, case, check) whose panel was printed
     for result in results:
         if (result.target, result.case) not in cases:
@@ -112,13 +112,13 @@ def explain(results: Sequence[Result], width: int = 100, color: bool = False) ->
             )
             continue
         said.add((result.target, result.case, result.check))
-        finding = (result.target, result.case, result.input_index, result.output_index,
-                   result.element, result.analytical, result.numerical)  # fmt: skip
-        if result.analytical is not None and finding in findings:
+        finding = finding_key(result)
+        if finding is not None and finding in findings:
             # gradcheck often confirms what finite_difference found: say it once, as the CLI does
             console.print(Text(f"  {result.check}: the same finding as above", style="dim"))
             continue
-        findings.add(finding)
+        if finding is not None:
+            findings.add(finding)
         console.print(_panel(result))
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
 

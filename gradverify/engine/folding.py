@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gradverify.results import Result, Status
+from gradverify.results import Result, Status, finding_key
 
 # What forward and backward say about a non-finite value for finite inputs
 # (checks/forward.py and checks/backward.py): the first place such a value shows.
@@ -42,10 +42,10 @@ def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
     """The earlier finding (a failure, or a warning) of another check that `result`
     repeats, if any."""
     others = [r for r in seen if r.status is result.status and r.check != result.check]
-    finding = _finding(result)
+    finding = finding_key(result)
     if finding is not None:
         for other in others:
-            if _finding(other) == finding:  # gradcheck confirming finite_difference, say
+            if finding_key(other) == finding:  # gradcheck confirming finite_difference, say
                 return other
     if result.failed and non_finite(result):
         # One inf or nan trips every check downstream: the first to see it tells the story.
@@ -55,19 +55,6 @@ def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
     if result.failed and result.check == SECOND_ORDER_CHECK:
         return next((other for other in others if other.check in FIRST_ORDER_CHECKS), None)
     return None
-
-
-def _finding(result: Result) -> tuple[object, ...] | None:
-    """What a failure says, without which check said it (None: not comparable)."""
-    if result.analytical is None:
-        return None
-    return (
-        result.input_index,
-        result.output_index,
-        result.element,
-        result.analytical,
-        result.numerical,
-    )
 
 
 def non_finite(result: Result) -> bool:
