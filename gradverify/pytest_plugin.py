@@ -104,8 +104,7 @@ class SpecTarget(pytest.Collector):
     def __init__(self, *, entry: SpecEntry, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entry = entry
-        # The checks the engine runs on each case (a custom op's include `compile`).
-        self.checks = entry.spec.checks_for(custom_op=_is_custom_op(entry))
+        self.checks = _checks(entry)
 
     def collect(self) -> Iterator[SpecCase]:
         for case in self.entry.spec.cases:
@@ -201,24 +200,28 @@ class CheckFailed(Exception):
         self.results = results
 
 
-def _is_custom_op(entry: SpecEntry) -> bool:
-    """Whether the spec's target is a torch.library custom op, where that changes its checks:
-    read off `module:ns::name` and `op:ns::name`; a target written `module:Attr` is loaded.
-    A target that fails to load counts as no op (its items report the load error)."""
+def _checks(entry: SpecEntry) -> list[str]:
+    """The checks the engine runs on each case of the spec (gradverify.target.loaded.checks_of,
+    which also decides what a worker reports it ran). A custom op's include `compile`; where
+    the spec's name tells an op (`module:ns::name`, `op:ns::name`) or the checks are the same
+    either way, the target is not loaded. A target that fails to load counts as no op (its
+    items report the load error)."""
     from gradverify.spec.targets import parse_target
 
     spec = entry.spec
     if spec.checks is not None or "compile" in spec.extra_checks or spec.target is None:
-        return False  # the same checks either way
+        return list(spec.checks_for(custom_op=False))  # the same checks either way
     form = parse_target(spec.target)
     if form is None or form.op is not None:
-        return form is not None
+        return list(spec.checks_for(custom_op=form is not None))
+    from gradverify.target.loaded import checks_of
     from gradverify.target.loading import load_target
 
     try:
-        return load_target(spec.target).op_name is not None
+        target = load_target(spec.target)
     except Exception:  # the run says why it does not load, once per item, as for any target
-        return False
+        return list(spec.checks_for(custom_op=False))
+    return list(checks_of(spec, target))
 
 
 def _shown(path: Path, config: pytest.Config) -> str:

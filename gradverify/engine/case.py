@@ -19,7 +19,7 @@ from gradverify.results import Report, Result, Status
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
 from gradverify.target.arity import check_arity
-from gradverify.target.loaded import Target
+from gradverify.target.loaded import Target, checks_of
 from gradverify.target.loading import load_target
 
 
@@ -58,6 +58,8 @@ def run(jobs: Sequence[Job], seed: int | None = None, notes: Sequence[str] = ())
 class CaseObserver(Protocol):
     """Told about a case's progress (a worker forwards this to the parent process)."""
 
+    def checks_chosen(self, checks: Sequence[str]) -> None: ...
+
     def check_started(self, check_id: str) -> None: ...
 
     def check_finished(self, results: list[Result]) -> None: ...
@@ -72,7 +74,9 @@ def run_case(
     """
     check_arity(job.target, job.entry, case)  # a case that cannot fit forward: SpecError
     spec = job.entry.spec
-    checks = spec.checks_for(custom_op=job.target.op_name is not None)
+    checks = checks_of(spec, job.target)
+    if observer is not None:
+        observer.checks_chosen(checks)
     this_seed = case_seed(seed, case.name)
     context = CaseContext(
         target=job.target,

@@ -34,6 +34,9 @@ class Outcome:
 
     results: list[Result] = field(default_factory=list)
     notes: tuple[str, ...] = ()
+    # The checks the case runs, as the worker chose them on the loaded target (None: it
+    # ended before, loading the target).
+    checks: tuple[str, ...] | None = None
     check: str | None = None  # the check running when it ended
     phase: str | None = None  # the phase of the user's code then
     done: bool = False
@@ -216,6 +219,8 @@ class WorkerPool:
             worker.started = time.monotonic()
             worker.deadline = worker.started + worker.timeout
             worker.check_started = None
+        elif kind == "checks":
+            outcome.checks = message[2]
         elif kind == "check":
             outcome.check, outcome.phase = message[2], None
             worker.check_started = time.monotonic()

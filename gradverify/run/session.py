@@ -166,8 +166,9 @@ def _ended_results(task: Task, outcome: Outcome) -> list[Result]:
     """A fail for the check the process ended in, and a skip for each check never run."""
     spec = task.entry.spec
     ran = {result.check for result in outcome.results}
-    # The target was loaded in the worker: `compile` run or running says it is a custom op.
-    checks = spec.checks_for(custom_op="compile" in {*ran, outcome.check})
+    # The worker said which checks the case runs; a process that ended before it could say
+    # (while loading the target) is failed at the checks the spec asks of any target.
+    checks = outcome.checks if outcome.checks is not None else spec.checks_for(custom_op=False)
     current = _ended_in(outcome, checks, ran)
     if current is None:
         return []
@@ -263,6 +264,9 @@ def _in_process(
 class _ListenerObserver:
     def __init__(self, task: Task, listener: Listener) -> None:
         self.task, self.listener = task, listener
+
+    def checks_chosen(self, checks: Sequence[str]) -> None:
+        self.listener(self.task, "checks", tuple(checks))
 
     def check_started(self, check_id: str) -> None:
         self.listener(self.task, "check", check_id)

@@ -11,6 +11,7 @@ the parent still knows what was done and where it stopped.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -100,6 +101,9 @@ class _Reporter:
         self.connection = connection
         self.task_id = task_id
         self.last_phase: str | None = None
+
+    def checks_chosen(self, checks: Sequence[str]) -> None:
+        self.connection.send(("checks", self.task_id, tuple(checks)))
 
     def check_started(self, check_id: str) -> None:
         self.last_phase = None

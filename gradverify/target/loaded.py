@@ -6,10 +6,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradverify.spec.identity import TargetIdentity, identify, op_name
 from gradverify.target.dirty import DirtyArguments
+
+if TYPE_CHECKING:
+    from gradverify.spec.models import CheckId, FunctionSpec
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,13 @@ class Target:
     @property
     def name(self) -> str:
         return getattr(self.obj, "__qualname__", None) or self.spec.rsplit(":", 1)[-1]
+
+
+def checks_of(spec: FunctionSpec, target: Target) -> list[CheckId]:
+    """The checks a case of `spec` gets on this target, in order: a custom op's include
+    `compile` by default. The engine runs these and a worker tells its parent which they
+    were; the pytest plugin makes its items from them."""
+    return spec.checks_for(custom_op=target.op_name is not None)
 
 
 def cloning(apply: Callable[..., Any], dirty: DirtyArguments) -> Callable[..., Any]:
