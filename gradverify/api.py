@@ -49,13 +49,13 @@ def verify(
             "verify() takes the Function itself, not an import path; "
             "for 'module:Attr' use `gradverify check`"
         )
-    from gradverify.engine import case as engine
+    from gradverify.engine.case import Job, run_case
     from gradverify.target.loading import target_of
 
     function_spec = _spec(inputs, checks, tolerance, gradient, seed, spec)
     target = target_of(fn, name)
-    job = engine.Job(SpecEntry(function_spec, file=None), target)
-    results, notes = engine.run_case(job, function_spec.cases[0], function_spec.seed)
+    job = Job(SpecEntry(function_spec, file=None), target)
+    results, notes = run_case(job, function_spec.cases[0], function_spec.seed)
     return Report(results=tuple(results), notes=notes)
 
 
@@ -91,7 +91,7 @@ def explain(results: Sequence[Result], width: int = 100, color: bool = False) ->
     from rich.console import Console
     from rich.text import Text
 
-    from gradverify.report.text import _panel  # the CLI's own failure panel, reused as it is
+    from gradverify.report.text import failure_panel  # the CLI's own, reused as it is
 
     buffer = io.StringIO()
     console = Console(
@@ -119,7 +119,7 @@ def explain(results: Sequence[Result], width: int = 100, color: bool = False) ->
             continue
         if finding is not None:
             findings.add(finding)
-        console.print(_panel(result))
+        console.print(failure_panel(result))
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
 
 

@@ -260,7 +260,7 @@ def test_inferred_spec_keeps_the_default_checks_and_tolerances() -> None:
 
     assert entry.spec.checks is None  # every check that applies
     assert {"forward", "backward", "finite_difference", "gradcheck", "gradgradcheck"} <= set(
-        entry.spec.selected_checks
+        entry.spec.checks_for(custom_op=False)
     )
     assert entry.spec.seed == 0
 

@@ -1,4 +1,5 @@
-"""Run the checks of every case of every target, in a deterministic order."""
+"""The checks of one case, in order: its inputs built and settled, each check's findings
+folded into the earlier ones, and a failure about backward pointed at backward."""
 
 from __future__ import annotations
 
@@ -11,16 +12,15 @@ import torch
 
 from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
-from gradverify.engine.folding import fold, once_per_function
+from gradverify.engine.folding import fold
 from gradverify.engine.memory import is_allocation_failure, out_of_memory, refusal
 from gradverify.engine.off_kinks import settle_inputs
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
-from gradverify.results import Report, Result, Status
+from gradverify.results import Result, Status
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
 from gradverify.target.arity import check_arity
 from gradverify.target.loaded import Target, checks_of
-from gradverify.target.loading import load_target
 
 
 @dataclass(frozen=True)
@@ -29,30 +29,6 @@ class Job:
 
     entry: SpecEntry
     target: Target
-
-
-def prepare(entries: Sequence[SpecEntry], target_override: str | None = None) -> list[Job]:
-    """Load every target up front, so that a bad path fails before anything runs (TargetError)."""
-    jobs = []
-    for entry in entries:
-        name = target_override or entry.spec.target
-        assert name is not None, "targetless specs are rejected before the engine"
-        jobs.append(Job(entry, load_target(name)))
-    return jobs
-
-
-def run(jobs: Sequence[Job], seed: int | None = None, notes: Sequence[str] = ()) -> Report:
-    """Every check of every case; `seed` overrides the specs' seeds."""
-    results: list[Result] = []
-    all_notes = list(notes)
-    for job in jobs:
-        for case in job.entry.spec.cases:
-            case_results, case_notes = run_case(
-                job, case, job.entry.spec.seed if seed is None else seed
-            )
-            results.extend(case_results)
-            all_notes.extend(f"{job.target.spec} [{case.name}]: {note}" for note in case_notes)
-    return Report(results=tuple(once_per_function(results)), notes=tuple(all_notes))
 
 
 class CaseObserver(Protocol):

@@ -245,19 +245,18 @@ def _short(ended: str) -> str:
 def _in_process(
     tasks: Sequence[Task], listener: Listener | None
 ) -> dict[int, tuple[list[Result], tuple[str, ...]]]:
-    from gradverify.engine import case as engine
+    from gradverify.engine.case import Job, run_case
+    from gradverify.target.loading import load_target
 
     finished: dict[int, tuple[list[Result], tuple[str, ...]]] = {}
     targets: dict[str, Any] = {}
     for task in tasks:
         name = task.entry.spec.target or ""
         if name not in targets:
-            targets[name] = engine.load_target(name)
+            targets[name] = load_target(name)
         case = next(c for c in task.entry.spec.cases if c.name == task.case)
         observer = _ListenerObserver(task, listener) if listener else None
-        finished[task.id] = engine.run_case(
-            engine.Job(task.entry, targets[name]), case, task.seed, observer
-        )
+        finished[task.id] = run_case(Job(task.entry, targets[name]), case, task.seed, observer)
     return finished
 
 

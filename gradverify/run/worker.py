@@ -38,9 +38,10 @@ def serve(connection: Connection, threads: int) -> None:
 
 def _serve_cases(connection: Connection) -> None:
     from gradverify.checks.base import listen_to_phases
-    from gradverify.engine import case as engine
+    from gradverify.engine.case import Job, run_case
     from gradverify.errors import GradverifyError
     from gradverify.run.stacks import dump_on_signal, remove
+    from gradverify.target.loading import load_target
 
     targets: dict[str, Any] = {}
     # At a timeout the parent asks for this process's stack, to say where the case was stuck.
@@ -63,10 +64,10 @@ def _serve_cases(connection: Connection) -> None:
                 continue
             name = task.entry.spec.target
             if name not in targets:
-                targets[name] = engine.load_target(name)
-            job = engine.Job(task.entry, targets[name])
+                targets[name] = load_target(name)
+            job = Job(task.entry, targets[name])
             case = next(c for c in task.entry.spec.cases if c.name == task.case)
-            _, notes = engine.run_case(job, case, task.seed, observer=reporter)
+            _, notes = run_case(job, case, task.seed, observer=reporter)
             connection.send(("done", task.id, notes))
         except GradverifyError as error:
             connection.send(("user_error", task.id, error.render()))

@@ -13,7 +13,7 @@ import torch
 
 import gradverify.examples
 from gradverify.checks.lint import RULES
-from gradverify.engine import case as engine
+from gradverify.run import session
 from gradverify.spec.load import SpecEntry, load_spec_file
 from gradverify.spec.models import Case, FunctionSpec, LiteralInput, TensorInput
 from gradverify.target.loading import load_target
@@ -210,7 +210,7 @@ def correct_report(repo_cwd):
     ]
     named = {entry.spec.target for entry in entries}
     entries += [_inferred_entry(target) for target in sorted(bundled_and_correct() - named)]
-    return engine.run(engine.prepare(entries))
+    return session.run(entries, session.RunOptions(isolation=False, cache=False))
 
 
 def test_every_bundled_and_correct_function_is_linted(correct_report):
