@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from gradverify import memory
 from gradverify.cli import app
-from gradverify.engine import memory
 from gradverify.spec.models import Case
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,11 +10,11 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
-from gradverify.engine.memory import is_allocation_failure, out_of_memory
+from gradverify.memory import is_allocation_failure, out_of_memory
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
-from gradverify.run.stacks import is_user_frame
 from gradverify.spec.models import FunctionSpec, Tolerance
+from gradverify.stacks import is_user_frame
 from gradverify.target.loaded import Target
 
 

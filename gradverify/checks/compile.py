@@ -20,8 +20,8 @@ from gradverify.checks.base import (
 )
 from gradverify.checks.compare import compare
 from gradverify.checks.jacobian import differentiable_outputs, element_words, unravel
-from gradverify.engine.memory import is_allocation_failure
 from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.memory import is_allocation_failure
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.target.loaded import source_of

@@ -13,9 +13,9 @@ import torch
 from gradverify.checks import get_check
 from gradverify.checks.base import CaseContext
 from gradverify.engine.folding import fold
-from gradverify.engine.memory import is_allocation_failure, out_of_memory, refusal
 from gradverify.engine.off_kinks import settle_inputs
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
+from gradverify.memory import is_allocation_failure, out_of_memory, refusal
 from gradverify.results import Result, Status
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case

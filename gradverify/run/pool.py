@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
+from gradverify import stacks
 from gradverify.results import Result
-from gradverify.run import forkserver, interrupts, stacks
+from gradverify.run import forkserver, interrupts
 from gradverify.run.tasks import InferTask, Task
 from gradverify.run.worker import serve
 

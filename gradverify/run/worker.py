@@ -40,7 +40,7 @@ def _serve_cases(connection: Connection) -> None:
     from gradverify.checks.base import listen_to_phases
     from gradverify.engine.case import Job, run_case
     from gradverify.errors import GradverifyError
-    from gradverify.run.stacks import dump_on_signal, remove
+    from gradverify.stacks import dump_on_signal, remove
     from gradverify.target.loading import load_target
 
     targets: dict[str, Any] = {}

@@ -26,7 +26,7 @@ from gradverify.paths import user_path
 SIGNAL = signal.SIGUSR1
 # How long the parent waits for a stuck worker's dump before killing it anyway.
 DUMP_WAIT = 1.0
-_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # gradverify/
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _EXAMPLES_DIR = str(Path(_PACKAGE_DIR) / "examples")
 _STDLIB_DIR = str(Path(sysconfig.get_paths()["stdlib"]).resolve())
 _FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<function>.+)$')
