@@ -7,6 +7,9 @@ from enum import Enum
 from typing import Any
 
 REPORT_VERSION = 1
+# What a wasted-work warning says (checks/wasted_work.py): a habit of backward's, the same
+# in every case of a Function, so a run reports it once per Function (engine/folding.py).
+WASTED_WORK_WORDS = "(wasted work)"
 
 
 class Status(str, Enum):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gradverify.run import session
-from gradverify.run.cache import source_files
 from gradverify.spec.load import load_spec_file
+from gradverify.spec.source_files import source_files
 
 FUNCTION = """
 import torch

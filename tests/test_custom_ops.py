@@ -25,10 +25,10 @@ from gradverify.exitcodes import ExitCode
 from gradverify.inference.from_signature import infer
 from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Status
-from gradverify.run.cache import target_source_files
 from gradverify.spec import parse_spec
 from gradverify.spec.changed_files import specs_depending_on
 from gradverify.spec.models import CHECK_IDS
+from gradverify.spec.source_files import target_source_files
 from gradverify.spec.targets import TargetForm, module_of, parse_target
 from gradverify.target.loading import load_target, target_of
 from tests.functions import custom_ops

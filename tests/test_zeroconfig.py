@@ -20,9 +20,9 @@ from gradverify.inference.spec_text import file_name
 from gradverify.inference.zeroconfig import InferenceError, infer_entry
 from gradverify.results import Report, Status
 from gradverify.run import session
-from gradverify.run.cache import target_source_files
 from gradverify.run.session import RunOptions
 from gradverify.spec import LiteralInput, TensorInput, parse_spec
+from gradverify.spec.source_files import target_source_files
 from gradverify.target.loaded import Target
 from gradverify.target.loading import load_target
 

@@ -16,8 +16,7 @@ import torch
 from gradverify.checks.backward import _run_backward
 from gradverify.checks.base import CaseContext, UserCodeError
 from gradverify.checks.graph import function_node
-from gradverify.engine.folding import WASTED_WORK_WORDS
-from gradverify.results import Result, Status
+from gradverify.results import WASTED_WORK_WORDS, Result, Status
 
 WASTED_WORK_HINT = "check ctx.needs_input_grad before computing each gradient"
 

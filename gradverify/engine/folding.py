@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gradverify.results import Result, Status, finding_key
+from gradverify.results import WASTED_WORK_WORDS, Result, Status, finding_key
 
 # What forward and backward say about a non-finite value for finite inputs
 # (checks/forward.py and checks/backward.py): the first place such a value shows.
@@ -63,11 +63,6 @@ def non_finite(result: Result) -> bool:
     if any(number is not None and not math.isfinite(number) for number in numbers):
         return True
     return result.check in ("forward", "backward") and NON_FINITE_WORDS in result.message
-
-
-# What a wasted-work warning says (checks/wasted_work.py): a habit of backward's, the same
-# in every case of a Function, so a run reports it once per Function.
-WASTED_WORK_WORDS = "(wasted work)"
 
 
 def once_per_function(results: Sequence[Result]) -> list[Result]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gradverify.errors import GradverifyError
 from gradverify.inference.from_signature import Inference, infer
@@ -12,10 +12,17 @@ from gradverify.inference.spec_text import file_name, spec_text
 from gradverify.spec.load import SpecEntry
 
 if TYPE_CHECKING:
-    from gradverify.run.cache import ResultCache
     from gradverify.target.loaded import Target
 
 CASE = "inferred"
+
+
+class InferenceStore(Protocol):
+    """Where inferred specs are kept between runs (gradverify.run.cache.ResultCache)."""
+
+    def lookup_inference(self, target: str) -> dict[str, Any] | None: ...
+
+    def store_inference(self, target: str, inferred: dict[str, Any]) -> None: ...
 
 
 class InferenceError(GradverifyError):
@@ -43,7 +50,7 @@ def inferred(target_spec: str) -> dict[str, Any]:
 
 def cached_entry(
     target_spec: str,
-    cache: ResultCache | None,
+    cache: InferenceStore | None,
     infer: Callable[[str], dict[str, Any]] = inferred,
 ) -> tuple[SpecEntry, str]:
     """`infer(target_spec)`, answered from `cache` while the target's source is unchanged.

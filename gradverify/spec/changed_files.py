@@ -2,7 +2,7 @@
 
 A changed spec file runs that spec. A changed Python file runs every spec (from the
 configured spec paths) whose target, `reference` or `expected_gradient` lives in that file
-or imports from it, found by reading `import` statements (gradverify.run.cache.source_files):
+or imports from it, found by reading `import` statements (gradverify.spec.source_files):
 nothing is imported, so an unrelated change costs no torch import. Anything else runs nothing.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gradverify.errors import UsageError
-from gradverify.run.cache import source_files
 from gradverify.spec.discover import SPEC_SUFFIXES, spec_files
 from gradverify.spec.load import SpecEntry, load_spec_file
+from gradverify.spec.source_files import source_files
 from gradverify.spec.targets import module_of
 
 
