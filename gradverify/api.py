@@ -68,7 +68,7 @@ def assert_gradients(fn: Callable[..., Any], inputs: Sequence[Any], **options: A
     warn_about(report.results)
     failed = [result for result in report.results if result.failed]
     if failed:
-        raise AssertionError(explain(failed))
+        raise AssertionError(failures_explained(failed))
     return report
 
 
@@ -85,7 +85,7 @@ def warn_about(results: Sequence[Result], stacklevel: int = 3) -> None:
             )
 
 
-def explain(results: Sequence[Result], width: int = 100, color: bool = False) -> str:
+def failures_explained(results: Sequence[Result], width: int = 100, color: bool = False) -> str:
     """The CLI's panel for each result (message, argument, element, analytical and numerical
     values, likely cause), under the case's name and spec location."""
     from rich.console import Console

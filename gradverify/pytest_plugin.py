@@ -175,14 +175,14 @@ class CheckItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CheckFailed):
-            from gradverify.api import explain
+            from gradverify.api import failures_explained
 
             failed = excinfo.value.results
             writer = self.config.get_terminal_writer()
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
             # The first line is what pytest's short summary shows.
             headline = f"{failed[0].message}{more}"
-            return f"{headline}\n{explain(failed, min(writer.fullwidth, 120), writer.hasmarkup)}"
+            return f"{headline}\n{failures_explained(failed, min(writer.fullwidth, 120), writer.hasmarkup)}"
         return _user_error(excinfo) or super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

@@ -21,7 +21,7 @@ from gradverify.spec.targets import module_of
 
 
 @dataclass(frozen=True)
-class Selection:
+class ChangedSpecs:
     """Command-line arguments sorted by what they ask for."""
 
     arguments: list[str] = field(default_factory=list)  # spec files, directories, targets
@@ -87,14 +87,14 @@ def is_python_file(argument: str) -> bool:
 
 def sort_arguments(
     arguments: Sequence[str], spec_paths: Sequence[str], changed_files: bool
-) -> Selection:
+) -> ChangedSpecs:
     """Split arguments into plan arguments, changed Python files and files to ignore.
 
     With `changed_files` (the pre-commit hook), a YAML file runs only when it lies in a
     configured spec path — a workflow or `.pre-commit-config.yaml` is not a spec — and any
     other kind of file is ignored.
     """
-    selection = Selection()
+    selection = ChangedSpecs()
     for argument in arguments:
         if is_python_file(argument):
             selection.python_files.append(argument)
