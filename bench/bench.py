@@ -26,7 +26,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gradverify import session  # noqa: E402
+from gradverify.run import session  # noqa: E402
 from gradverify.spec.load import load_spec_file, parse_spec  # noqa: E402
 
 FIVE = "[forward, backward, finite_difference, gradcheck, gradgradcheck]"
@@ -56,7 +56,7 @@ def plain_checks(call: Callable[..., Any], arguments: tuple[Any, ...], second: b
 def small_suite(repeat: int) -> list[tuple[str, float, float]]:
     """specs/examples.yaml with the five checks, against gradcheck + gradgradcheck per case."""
     from gradverify.inputs import build_inputs
-    from gradverify.target import load_target
+    from gradverify.target.loading import load_target
 
     entries = load_spec_file(ROOT / "specs" / "examples.yaml")
     five = [
@@ -188,8 +188,8 @@ def whole_process(repeat: int) -> list[tuple[str, float, float]]:
     """Whole commands, start-up included: the five-check suite and one zero-config check."""
     import yaml
 
+    from gradverify.inference.zeroconfig import infer_entry
     from gradverify.inputs import build_inputs
-    from gradverify.zeroconfig import infer_entry
 
     gradverify = shutil.which("gradverify") or str(Path(sys.executable).parent / "gradverify")
     document = yaml.safe_load((ROOT / "specs" / "examples.yaml").read_text())
@@ -222,7 +222,7 @@ def whole_process(repeat: int) -> list[tuple[str, float, float]]:
                  plain[index], in_process[index])
             )  # fmt: skip
         target = "gradverify.examples.swish:Swish"
-        from gradverify.target import load_target
+        from gradverify.target.loading import load_target
 
         entry, _ = infer_entry(load_target(target))
         own = best_of(

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = """
 import json, sys
 from dataclasses import replace
-from gradverify import session
+from gradverify.run import session
 from gradverify.spec.load import load_spec_file
 from pathlib import Path
 check = sys.argv[1]
@@ -68,7 +68,7 @@ def custom_op_specs() -> set[str]:
     """The bundled spec files with a custom-op target (which runs `compile` by default)."""
     sys.path.insert(0, str(ROOT))
     from gradverify.spec.load import load_spec_file
-    from gradverify.target import load_target
+    from gradverify.target.loading import load_target
 
     return {
         path.name

@@ -24,7 +24,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_PATHS = [
     "specs",
-    *sorted(str(path) for path in (ROOT / "tests/specs/checks").glob("*.yaml") if path.name != "scale_like.yaml"),
+    *sorted(
+        str(path)
+        for path in (ROOT / "tests/specs/checks").glob("*.yaml")
+        if path.name != "scale_like.yaml"
+    ),
     "tests/specs/valid",
     "tests/specs/bugs.yaml",
     "tests/specs/processes/two_correct.yaml",

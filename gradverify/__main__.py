@@ -9,7 +9,7 @@ from __future__ import annotations
 
 def main() -> None:
     """The `gradverify` command."""
-    from gradverify import interrupts
+    from gradverify.run import interrupts
 
     interrupts.install()
     from gradverify import cli

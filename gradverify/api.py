@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gradverify.errors import SpecError, SpecIssue
-from gradverify.results import Report, Result, Status
+from gradverify.results import Report, Result, Status, finding_key
 from gradverify.spec.load import SpecEntry, format_key_path
 from gradverify.spec.messages import plain_message
 from gradverify.spec.models import INPUT_TAGS, FunctionSpec, Tolerance
@@ -49,13 +49,13 @@ def verify(
             "verify() takes the Function itself, not an import path; "
             "for 'module:Attr' use `gradverify check`"
         )
-    from gradverify import engine
-    from gradverify.target import target_of
+    from gradverify.engine.case import Job, run_case
+    from gradverify.target.loading import target_of
 
     function_spec = _spec(inputs, checks, tolerance, gradient, seed, spec)
     target = target_of(fn, name)
-    job = engine.Job(SpecEntry(function_spec, file=None), target)
-    results, notes = engine.run_case(job, function_spec.cases[0], function_spec.seed)
+    job = Job(SpecEntry(function_spec, file=None), target)
+    results, notes = run_case(job, function_spec.cases[0], function_spec.seed)
     return Report(results=tuple(results), notes=notes)
 
 
@@ -68,7 +68,7 @@ def assert_gradients(fn: Callable[..., Any], inputs: Sequence[Any], **options: A
     warn_about(report.results)
     failed = [result for result in report.results if result.failed]
     if failed:
-        raise AssertionError(explain(failed))
+        raise AssertionError(failures_explained(failed))
     return report
 
 
@@ -85,13 +85,13 @@ def warn_about(results: Sequence[Result], stacklevel: int = 3) -> None:
             )
 
 
-def explain(results: Sequence[Result], width: int = 100, color: bool = False) -> str:
+def failures_explained(results: Sequence[Result], width: int = 100, color: bool = False) -> str:
     """The CLI's panel for each result (message, argument, element, analytical and numerical
     values, likely cause), under the case's name and spec location."""
     from rich.console import Console
     from rich.text import Text
 
-    from gradverify.report.text import _panel  # the CLI's own failure panel, reused as it is
+    from gradverify.report.text import failure_panel  # the CLI's own, reused as it is
 
     buffer = io.StringIO()
     console = Console(
@@ -99,27 +99,27 @@ def explain(results: Sequence[Result], width: int = 100, color: bool = False) ->
         color_system="standard" if color else None, highlight=False, emoji=False,
     )  # fmt: skip
     cases: set[tuple[str, str]] = set()
-    findings: set[tuple[Any, ...]] = set()
+    findings: set[tuple[object, ...]] = set()
     said: set[tuple[str, str, str]] = set()  # (target, case, check) whose panel was printed
     for result in results:
         if (result.target, result.case) not in cases:
             cases.add((result.target, result.case))
             console.print(Text(_heading(result), style="bold"))
         if result.same_as is not None and (result.target, result.case, result.same_as) in said:
-            # One root cause, one finding (gradverify.folding), as the CLI says it.
+            # One root cause, one finding (gradverify.engine.folding), as the CLI says it.
             console.print(
                 Text(f"  {result.check}: the same finding as {result.same_as}", style="dim")
             )
             continue
         said.add((result.target, result.case, result.check))
-        finding = (result.target, result.case, result.input_index, result.output_index,
-                   result.element, result.analytical, result.numerical)  # fmt: skip
-        if result.analytical is not None and finding in findings:
+        finding = finding_key(result)
+        if finding is not None and finding in findings:
             # gradcheck often confirms what finite_difference found: say it once, as the CLI does
             console.print(Text(f"  {result.check}: the same finding as above", style="dim"))
             continue
-        findings.add(finding)
-        console.print(_panel(result))
+        if finding is not None:
+            findings.add(finding)
+        console.print(failure_panel(result))
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
 
 

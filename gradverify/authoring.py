@@ -16,8 +16,8 @@ from typing import Any
 from gradverify.catalogue import LINT_RULES, SUMMARIES
 from gradverify.catalogue.explanations import ALIASES, EXPLANATIONS, TOPICS
 from gradverify.errors import UsageError
-from gradverify.inference import Inference, infer
-from gradverify.inferred_spec import file_name, spec_text
+from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.spec_text import file_name, spec_text
 from gradverify.results import Report, Result, Status
 from gradverify.spec.discover import (
     DEFAULT_SPEC_DIR,
@@ -65,11 +65,11 @@ def init(
 ) -> Starter:
     """Write a starter spec for `target_spec` and try it with `run` (None: do not run it).
 
-    The inputs are zero-config `check`'s (gradverify.inference), and so is the file name.
+    The inputs are zero-config `check`'s (gradverify.inference.from_signature), and so is the file name.
     A spec in `spec_paths` that names the same target, however spelled, stops it (unless
     `force`): read from source first, then by what loading the target shows.
     """
-    from gradverify.target import load_target
+    from gradverify.target.loading import load_target
 
     if not force:
         _refuse_duplicate(target_spec, find_specs_for_target(target_spec, spec_paths))

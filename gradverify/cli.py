@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from gradverify import interrupts
 from gradverify._version import __version__
 from gradverify.errors import GradverifyError
 from gradverify.exitcodes import ExitCode
+from gradverify.run import interrupts
 
 if TYPE_CHECKING:
-    from gradverify.session import RunOptions
+    from gradverify.run.session import RunOptions
 
 app = typer.Typer(
     name="gradverify",
@@ -200,7 +200,7 @@ def check(
     Exit codes: 0 nothing failed, 1 a check failed, 2 a usage, spec or target error,
     3 an internal error of gradverify.
     """
-    from gradverify.session import RunOptions
+    from gradverify.run.session import RunOptions
 
     options = RunOptions(
         seed=seed, isolation=isolation, jobs=jobs or 0, timeout=timeout,
@@ -236,14 +236,14 @@ def _check(
     output: str | None = None,
     verbose: bool = False,
 ) -> int:
-    from gradverify import session
+    from gradverify.run import session
 
     session.start_early(options)
-    from gradverify.config import load_config, with_defaults, with_extra_checks
-    from gradverify.plan import Plan, make_plan
-    from gradverify.progress import progress_listener
     from gradverify.report import FORMATS, RenderOptions
-    from gradverify.selection import resolve
+    from gradverify.run.progress import progress_listener
+    from gradverify.spec.changed_files import resolve
+    from gradverify.spec.config import load_config, with_defaults, with_extra_checks
+    from gradverify.spec.plan import Plan, make_plan
 
     # Flags win over [tool.gradverify]; spec keys win over it too (config.with_defaults).
     config = load_config(formats=[choice.value for choice in OutputFormat])
@@ -316,11 +316,12 @@ def init(
 def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
     from pathlib import Path
 
-    from gradverify import authoring, session
-    from gradverify.config import load_config
+    from gradverify import authoring
     from gradverify.report import FORMATS, RenderOptions
     from gradverify.results import Report
-    from gradverify.session import RunOptions
+    from gradverify.run import session
+    from gradverify.run.session import RunOptions
+    from gradverify.spec.config import load_config
     from gradverify.spec.load import load_spec_file
 
     def trial(path: Path) -> Report:
@@ -394,7 +395,7 @@ def _guarded(action: Callable[[], int]) -> int:
         typer.echo("interrupted", err=True)
         return ExitCode.INTERRUPTED
     except Exception as error:
-        from gradverify.session import InternalError
+        from gradverify.run.session import InternalError
 
         if isinstance(error, InternalError):  # gradverify failed inside a worker process
             typer.echo(str(error), err=True)
@@ -435,7 +436,7 @@ def main() -> None:
         code = exit.code
     # Stopped here rather than at exit, so that a Ctrl-C during the stop still counts. A run
     # that started no server never imported its module.
-    forkserver = sys.modules.get("gradverify.forkserver")
+    forkserver = sys.modules.get("gradverify.run.forkserver")
     if forkserver is not None:
         forkserver.stop()
     if interrupts.release() and code != ExitCode.INTERRUPTED:  # came while exiting

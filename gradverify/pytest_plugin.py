@@ -81,8 +81,8 @@ class SpecFile(pytest.File):
     """One spec file: a collector per target, holding a collector per case."""
 
     def collect(self) -> Iterator[SpecTarget]:
-        from gradverify.config import load_config, with_defaults
-        from gradverify.plan import make_plan
+        from gradverify.spec.config import load_config, with_defaults
+        from gradverify.spec.plan import make_plan
 
         # As `gradverify check` runs it: [tool.gradverify] fills what the spec leaves unset.
         configured = load_config(self.config.invocation_params.dir)
@@ -104,8 +104,7 @@ class SpecTarget(pytest.Collector):
     def __init__(self, *, entry: SpecEntry, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entry = entry
-        # The checks the engine runs on each case (a custom op's include `compile`).
-        self.checks = entry.spec.checks_for(custom_op=_is_custom_op(entry))
+        self.checks = _checks(entry)
 
     def collect(self) -> Iterator[SpecCase]:
         for case in self.entry.spec.cases:
@@ -150,7 +149,7 @@ class SpecCase(pytest.Collector):
     def _run(self) -> list[Result]:
         from dataclasses import replace
 
-        from gradverify import session
+        from gradverify.run import session
 
         case = next(c for c in self.entry.spec.cases if c.name == self.case)
         entry = replace(self.entry, spec=self.entry.spec.model_copy(update={"cases": [case]}))
@@ -176,14 +175,14 @@ class CheckItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CheckFailed):
-            from gradverify.api import explain
+            from gradverify.api import failures_explained
 
             failed = excinfo.value.results
             writer = self.config.get_terminal_writer()
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
             # The first line is what pytest's short summary shows.
             headline = f"{failed[0].message}{more}"
-            return f"{headline}\n{explain(failed, min(writer.fullwidth, 120), writer.hasmarkup)}"
+            return f"{headline}\n{failures_explained(failed, min(writer.fullwidth, 120), writer.hasmarkup)}"
         return _user_error(excinfo) or super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -201,24 +200,28 @@ class CheckFailed(Exception):
         self.results = results
 
 
-def _is_custom_op(entry: SpecEntry) -> bool:
-    """Whether the spec's target is a torch.library custom op, where that changes its checks:
-    read off `module:ns::name` and `op:ns::name`; a target written `module:Attr` is loaded.
-    A target that fails to load counts as no op (its items report the load error)."""
+def _checks(entry: SpecEntry) -> list[str]:
+    """The checks the engine runs on each case of the spec (gradverify.target.loaded.checks_of,
+    which also decides what a worker reports it ran). A custom op's include `compile`; where
+    the spec's name tells an op (`module:ns::name`, `op:ns::name`) or the checks are the same
+    either way, the target is not loaded. A target that fails to load counts as no op (its
+    items report the load error)."""
     from gradverify.spec.targets import parse_target
 
     spec = entry.spec
     if spec.checks is not None or "compile" in spec.extra_checks or spec.target is None:
-        return False  # the same checks either way
+        return list(spec.checks_for(custom_op=False))  # the same checks either way
     form = parse_target(spec.target)
     if form is None or form.op is not None:
-        return form is not None
-    from gradverify.target import load_target
+        return list(spec.checks_for(custom_op=form is not None))
+    from gradverify.target.loaded import checks_of
+    from gradverify.target.loading import load_target
 
     try:
-        return load_target(spec.target).op_name is not None
+        target = load_target(spec.target)
     except Exception:  # the run says why it does not load, once per item, as for any target
-        return False
+        return list(spec.checks_for(custom_op=False))
+    return list(checks_of(spec, target))
 
 
 def _shown(path: Path, config: pytest.Config) -> str:

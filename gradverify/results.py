@@ -7,6 +7,9 @@ from enum import Enum
 from typing import Any
 
 REPORT_VERSION = 1
+# What a wasted-work warning says (checks/wasted_work.py): a habit of backward's, the same
+# in every case of a Function, so a run reports it once per Function (engine/folding.py).
+WASTED_WORK_WORDS = "(wasted work)"
 
 
 class Status(str, Enum):
@@ -94,6 +97,25 @@ class Summary:
     skipped: int  # real skips only: the check applies but could not run (no CUDA, ...)
     warnings: int
     not_applicable: int = 0  # checks that do not apply (no jvp rule, no `reference:` key, ...)
+
+
+def finding_key(result: Result) -> tuple[object, ...] | None:
+    """What a finding says, without which check said it: two results of one case with the
+    same key found one thing (gradcheck confirming finite_difference, say). None when the
+    result carries no analytical value, so there is nothing to compare. The values compare
+    as floats: a NaN equals no other NaN (a non-finite finding is folded by what it is about,
+    gradverify.engine.folding)."""
+    if result.analytical is None:
+        return None
+    return (
+        result.target,
+        result.case,
+        result.input_index,
+        result.output_index,
+        result.element,
+        result.analytical,
+        result.numerical,
+    )
 
 
 @dataclass(frozen=True)

@@ -48,11 +48,11 @@ def in_repo(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def run_spec(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
-    """`run_spec(path_or_yaml_text, seed=None)`: parse, prepare and run a spec; the Report.
+    """`run_spec(path_or_yaml_text, seed=None)`: parse and run a spec in this process; the Report.
 
     A Path is read as it is; a string is YAML text (dedented), written to a file first.
     """
-    from gradverify import engine
+    from gradverify.run import session
     from gradverify.spec.load import load_spec_file, parse_spec
 
     def run(spec: Path | str, seed: int | None = None) -> Any:
@@ -64,7 +64,8 @@ def run_spec(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
             file.write_text(text, encoding="utf-8")
             entries = parse_spec(text, str(file))
         with working_directory(ROOT):
-            return engine.run(engine.prepare(entries), seed=seed)
+            options = session.RunOptions(seed=seed, isolation=False, cache=False)
+            return session.run(entries, options)
 
     return run
 

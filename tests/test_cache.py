@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gradverify import session
-from gradverify.cache import source_files
+from gradverify.run import session
 from gradverify.spec.load import load_spec_file
+from gradverify.spec.source_files import source_files
 
 FUNCTION = """
 import torch

@@ -175,7 +175,7 @@ def test_version():
 
 
 def test_an_internal_error_asks_for_a_bug_report(monkeypatch):
-    from gradverify import session
+    from gradverify.run import session
 
     def broken(*args, **kwargs):
         raise RuntimeError("an engine bug")

@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gradverify.cli import app
-from gradverify.config import (
+from gradverify.exitcodes import ExitCode
+from gradverify.spec.config import (
     Config,
     ConfigError,
     Settings,
@@ -21,7 +22,6 @@ from gradverify.config import (
     load_config,
     with_defaults,
 )
-from gradverify.exitcodes import ExitCode
 from gradverify.spec.load import parse_spec
 from gradverify.spec.models import Tolerance
 

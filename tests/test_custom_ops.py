@@ -17,20 +17,20 @@ from typer.testing import CliRunner
 
 from gradverify import authoring
 from gradverify.api import verify
-from gradverify.cache import target_source_files
 from gradverify.checks.jvp import NO_OP_JVP
 from gradverify.checks.vmap import NO_OP_VMAP
 from gradverify.cli import app
 from gradverify.errors import SpecError, TargetError
 from gradverify.exitcodes import ExitCode
-from gradverify.inference import infer
+from gradverify.inference.from_signature import infer
+from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Status
-from gradverify.selection import specs_depending_on
 from gradverify.spec import parse_spec
+from gradverify.spec.changed_files import specs_depending_on
 from gradverify.spec.models import CHECK_IDS
+from gradverify.spec.source_files import target_source_files
 from gradverify.spec.targets import TargetForm, module_of, parse_target
-from gradverify.target import load_target, target_of
-from gradverify.zeroconfig import infer_entry
+from gradverify.target.loading import load_target, target_of
 from tests.functions import custom_ops
 
 ROOT = Path(__file__).resolve().parents[1]

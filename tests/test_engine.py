@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gradverify import engine
-from gradverify.errors import TargetError
-from gradverify.spec.load import parse_spec
+from gradverify.run import session
 
 ROOT = Path(__file__).resolve().parents[1]
 BUGS_SPEC = ROOT / "tests" / "specs" / "bugs.yaml"
@@ -140,41 +138,8 @@ def test_a_cuda_case_is_skipped_without_cuda(run_spec, find):
     assert report.summary.skipped == 5
 
 
-def test_prepare_loads_every_target_before_anything_runs(monkeypatch, in_repo):
-    entries = parse_spec(
-        """
-functions:
-  - target: tests.functions.correct:Square
-    cases: [{name: vector, inputs: [{shape: [4]}]}]
-  - target: tests.functions.correct:Nope
-    cases: [{name: vector, inputs: [{shape: [4]}]}]
-""",
-        "spec.yaml",
-    )
-    ran = []
-    monkeypatch.setattr(engine, "run_case", lambda *args: ran.append(args) or ([], ()))
-    with pytest.raises(TargetError, match="Nope"):
-        engine.run(engine.prepare(entries))
-    assert ran == []
-
-
-def test_a_target_override_replaces_the_specs_target(in_repo):
-    entries = parse_spec(
-        """
-target: tests.functions.value_bugs:FlippedSign
-checks: [finite_difference]
-cases: [{name: vector, inputs: [{shape: [4]}]}]
-""",
-        "spec.yaml",
-    )
-    report = engine.run(engine.prepare(entries, target_override="tests.functions.correct:Square"))
-    assert [(r.target, r.status.value) for r in report.results] == [
-        ("tests.functions.correct:Square", "pass")
-    ]
-
-
 def test_run_level_notes_are_kept(in_repo):
-    report = engine.run([], notes=["inputs inferred"])
+    report = session.run([], session.RunOptions(isolation=False), notes=["inputs inferred"])
     assert report.notes == ("inputs inferred",)
     assert report.results == ()
     assert report.passed

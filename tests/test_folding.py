@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from gradverify.folding import fold
-from gradverify.results import Result, Status
+from gradverify.engine.folding import fold
+from gradverify.results import Result, Status, finding_key
 
 INF_SPEC = """
 target: tests.functions.report:LogOfZero
@@ -164,3 +165,30 @@ def test_a_second_derivative_wrong_after_the_first_is_one_line_under_it(run_spec
     panels = [line for line in rendered.splitlines() if line.startswith("╭─ ✗ gradgradcheck")]
     assert len(panels) == 1  # DetachedBackwardSquare's
     assert rendered.count("  gradgradcheck: the same finding as backward\n") == 2
+
+
+def test_the_same_finding_is_the_same_numbers_at_the_same_place_whoever_found_it():
+    found = failure("finite_difference", input_index=0, element=(1,), analytical=1.0, numerical=2.0)
+    confirmed = replace(found, check="gradcheck", message="other words")
+    elsewhere = replace(found, case="other case")
+    assert finding_key(found) == finding_key(confirmed)
+    assert finding_key(found) != finding_key(elsewhere)
+    assert finding_key(failure("forward")) is None  # no analytical value: nothing to compare
+
+
+def test_a_nan_found_twice_is_not_one_finding_by_its_numbers():
+    # float equality, as folding has always compared: non-finite findings fold by what they
+    # are about (non_finite), not by their numbers.
+    first = failure("finite_difference", analytical=float("nan"), numerical=1.0)
+    second = replace(first, check="gradcheck", analytical=float("nan"))
+    assert finding_key(first) != finding_key(second)
+    assert fold([first], [second])[0].same_as == "finite_difference"  # by non_finite
+
+
+def test_folding_and_every_renderer_read_one_finding_key():
+    from gradverify import api
+    from gradverify.engine import folding
+    from gradverify.report import github, html
+
+    for module in (folding, html, github, api):
+        assert module.finding_key is finding_key, module.__name__

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gradverify import forkserver, session
+from gradverify.run import forkserver, session
 from gradverify.spec.load import load_spec_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +100,7 @@ def _parent_of(pid: int) -> int:
 @pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
 def test_workers_are_forked_from_one_server_that_imported_torch_once(in_repo):
     """Isolation costs a fork, not an import: every worker is a child of the one server."""
-    from gradverify.pool import WorkerPool
+    from gradverify.run.pool import WorkerPool
 
     with WorkerPool(2, threads=1) as pool:
         first, second = pool._start(), pool._start()
@@ -162,3 +162,30 @@ def test_zero_config_a_forward_that_crashes_while_inferring_is_a_clear_error(in_
     message = raised.value.render()
     assert "cannot infer inputs for tests.functions.hostile:ExitsInForward" in message
     assert "exited with code 7" in message
+
+
+def test_a_worker_tells_the_parent_which_checks_a_case_runs(in_repo):
+    from gradverify.spec.load import parse_spec
+
+    spec = "target: tests.functions.custom_ops:gradverify_tests::scale\ncases: [{name: a, inputs: [{shape: [3]}]}]\n"
+    told = []
+    options = session.RunOptions(cache=False, jobs=1)
+    session.run(parse_spec(spec, "s.yaml"), options, listener=lambda task, kind, value: (
+        told.append(value) if kind == "checks" else None
+    ))  # fmt: skip
+    assert len(told) == 1 and "compile" in told[0]  # a custom op's default checks
+
+
+def test_a_custom_op_whose_process_ends_skips_the_checks_the_worker_said_it_runs(in_repo):
+    from gradverify.spec.load import parse_spec
+
+    spec = (
+        "target: tests.functions.hostile:gradverify_tests::exits_in_backward\n"
+        "cases: [{name: a, inputs: [{shape: [3]}]}]\n"
+    )
+    report = session.run(parse_spec(spec, "s.yaml"), session.RunOptions(cache=False, jobs=1))
+    by_check = {result.check: result for result in report.results}
+    assert by_check["backward"].status.value == "fail"
+    assert "7" in by_check["backward"].message
+    # compile runs after backward: the parent knows of it from the worker, not by a guess
+    assert by_check["compile"].status.value == "skip"

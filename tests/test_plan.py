@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gradverify.errors import SpecError, UsageError
-from gradverify.plan import make_plan
+from gradverify.spec.plan import make_plan
 
 VALID = Path(__file__).resolve().parent / "specs" / "valid"
 SQUARE = "tests.functions.correct:Square"

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from gradverify.progress import DELAY, _DelayedBar, progress_listener
+from gradverify.run.progress import DELAY, DelayedBar, progress_listener
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def test_a_disabled_listener_is_none():
 
 
 def test_the_bar_starts_only_after_the_delay(monkeypatch):
-    bar = _DelayedBar(total=2)
+    bar = DelayedBar(total=2)
     task = SimpleNamespace(entry=SimpleNamespace(spec=SimpleNamespace(target="m:F")), case="c")
     bar.listen(task, "check", "forward")
     assert bar.progress is None  # a short run never shows a bar

@@ -11,10 +11,10 @@ import torch
 from typer.testing import CliRunner
 
 import gradverify.api
-import gradverify.engine
-import gradverify.plan
+import gradverify.engine.case
 import gradverify.report.text
-import gradverify.session
+import gradverify.run.session
+import gradverify.spec.plan
 
 # pytester restores sys.modules after each test, keeping only what was imported before it.
 # So torch (importing it twice crashes) and the gradverify modules the plugin imports lazily
@@ -23,9 +23,9 @@ PRELOADED = (
     torch,
     gradverify.api,
     gradverify.report.text,
-    gradverify.engine,
-    gradverify.plan,
-    gradverify.session,
+    gradverify.engine.case,
+    gradverify.spec.plan,
+    gradverify.run.session,
 )
 
 pytest_plugins = ["pytester"]
@@ -209,7 +209,7 @@ def test_each_case_runs_once_for_all_its_items(project: pytest.Pytester) -> None
     # Count the plugin's runs through a wrapper around the real session.run.
     project.makeconftest(
         """
-        from gradverify import session
+        from gradverify.run import session
 
         runs = []
         original = session.run

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from gradverify.cli import app
 from gradverify.errors import SpecError, UsageError
 from gradverify.exitcodes import ExitCode
-from gradverify.selection import resolve, sort_arguments, specs_depending_on
+from gradverify.spec.changed_files import resolve, sort_arguments, specs_depending_on
 
 FUNCTION = """\
 import torch

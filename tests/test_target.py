@@ -12,7 +12,7 @@ import pytest
 
 import gradverify
 from gradverify.errors import TargetError
-from gradverify.target import load_target
+from gradverify.target.loading import load_target
 
 FUNCTION_SOURCE = """\
 import torch

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gradverify import session
 from gradverify.report import FORMATS, RenderOptions
+from gradverify.run import session
 from gradverify.spec.load import load_spec_file
 
 ROOT = Path(__file__).resolve().parents[1]

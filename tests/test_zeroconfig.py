@@ -1,4 +1,4 @@
-"""Zero-config: inputs inferred (gradverify.inference) for a target without a spec, run and
+"""Zero-config: inputs inferred (gradverify.inference.from_signature) for a target without a spec, run and
 cached like any case; the same inference and file name as `init`."""
 
 from __future__ import annotations
@@ -11,17 +11,20 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gradverify import inference, session, zeroconfig
-from gradverify.cache import target_source_files
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
-from gradverify.inference import NUMBER, TENSOR, infer
-from gradverify.inferred_spec import file_name
+from gradverify.inference import from_signature as inference
+from gradverify.inference import zeroconfig
+from gradverify.inference.from_signature import NUMBER, TENSOR, infer
+from gradverify.inference.spec_text import file_name
+from gradverify.inference.zeroconfig import InferenceError, infer_entry
 from gradverify.results import Report, Status
-from gradverify.session import RunOptions
+from gradverify.run import session
+from gradverify.run.session import RunOptions
 from gradverify.spec import LiteralInput, TensorInput, parse_spec
-from gradverify.target import Target, load_target
-from gradverify.zeroconfig import InferenceError, infer_entry
+from gradverify.spec.source_files import target_source_files
+from gradverify.target.loaded import Target
+from gradverify.target.loading import load_target
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = "tests.functions.tutorials"
@@ -257,7 +260,7 @@ def test_inferred_spec_keeps_the_default_checks_and_tolerances() -> None:
 
     assert entry.spec.checks is None  # every check that applies
     assert {"forward", "backward", "finite_difference", "gradcheck", "gradgradcheck"} <= set(
-        entry.spec.selected_checks
+        entry.spec.checks_for(custom_op=False)
     )
     assert entry.spec.seed == 0
 

@@ -18,7 +18,7 @@ from gradverify.numerics.jacobian import differentiable_outputs, element_words, 
 from gradverify.numerics.salts import Salt
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
-from gradverify.target import source_of
+from gradverify.target.loaded import source_of
 from gradverify.usercode import UserCodeError, call_forward, user_code
 
 

@@ -22,7 +22,7 @@ from gradverify.numerics.graph import backward_return, function_node
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
-from gradverify.target import load_target
+from gradverify.target.loading import load_target
 from gradverify.usercode import UserCodeError, call_forward, user_code
 
 

@@ -23,7 +23,7 @@ from gradverify.checks.shared.dynamo import quiet
 from gradverify.inputs import fresh_copies
 from gradverify.results import Result, Status
 from gradverify.stacks import last_user_frame
-from gradverify.target import Target, source_of
+from gradverify.target.loaded import Target, source_of
 from gradverify.usercode import UserCodeError, call_forward, user_code
 
 # torch.library.opcheck's default tests, in the order it runs them, and what each verifies.

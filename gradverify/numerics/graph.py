@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from gradverify.target import Target
+from gradverify.target.loaded import Target
 
 
 def function_node(target: Target, outputs: Sequence[Any]) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gradverify.report.evidence import explanation, relative_path
 from gradverify.report.options import RenderOptions
-from gradverify.results import Report, Result, Status
+from gradverify.results import Report, Result, Status, finding_key
 
 COMMANDS = {Status.FAIL: "error", Status.WARN: "warning"}
 
@@ -45,29 +45,21 @@ def _findings(report: Report) -> list[tuple[list[str], Result]]:
             continue
         # A result the engine marked as repeating an earlier check's finding joins it.
         repeated = keys.get((result.target, result.case, result.same_as or ""))
-        key = repeated if repeated is not None else (_finding(result) or index)
+        finding = finding_key(result)
+        # A warning and a failure that say the same thing are two annotations.
+        key = (
+            repeated
+            if repeated is not None
+            else (result.status, finding)
+            if finding is not None
+            else index
+        )
         keys.setdefault((result.target, result.case, result.check), key)
         if key in findings:
             findings[key][0].append(result.check)
         else:
             findings[key] = ([result.check], result)
     return list(findings.values())
-
-
-def _finding(result: Result) -> tuple[object, ...] | None:
-    """What a result says, without which check said it (None: not comparable)."""
-    if result.analytical is None and result.numerical is None:
-        return None
-    return (
-        result.status,
-        result.target,
-        result.case,
-        result.input_index,
-        result.output_index,
-        result.element,
-        repr(result.analytical),  # repr: a NaN found by two checks is one finding
-        repr(result.numerical),
-    )
 
 
 def _commands(checks: list[str], result: Result) -> list[str]:

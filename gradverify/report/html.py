@@ -18,7 +18,7 @@ from itertools import groupby
 
 from gradverify.report.evidence import argument, evidence, relative_path
 from gradverify.report.options import RenderOptions
-from gradverify.results import Report, Result, Status
+from gradverify.results import Report, Result, Status, finding_key
 
 FINDINGS = (Status.FAIL, Status.WARN)
 CELLS = {"x": "wrong", ".": "right", " ": "unexamined"}
@@ -162,7 +162,7 @@ def _case(target: str, case: str, results: Sequence[Result], anchor: str) -> str
     for result in results:
         if result.status not in FINDINGS:
             continue
-        finding = _finding(result)
+        finding = finding_key(result)
         same_as = result.same_as or (shown.get(finding) if finding is not None else None)
         parts.append(_section(result, same_as))
         if finding is not None:
@@ -272,14 +272,6 @@ def _counts(results: Iterable[Result]) -> str:
     if counts[Status.WARN]:
         parts.append(f"{counts[Status.WARN]} warning(s)")
     return ", ".join(parts) or "no checks"
-
-
-def _finding(result: Result) -> tuple[object, ...] | None:
-    """What a finding says, without which check said it (None: not comparable)."""
-    if result.analytical is None:
-        return None
-    return (result.input_index, result.output_index, result.element, result.analytical,
-            result.numerical)  # fmt: skip
 
 
 def _location(result: Result) -> str:

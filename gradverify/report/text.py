@@ -173,7 +173,9 @@ def _findings(results: Sequence[Result], warnings: bool, skips: bool) -> list[Re
         if result.check not in line.checks:
             line.checks.append(result.check)
     ordered = _after_their_findings(items)
-    return [item.renderable() if isinstance(item, _Line) else _panel(item) for item in ordered]
+    return [
+        item.renderable() if isinstance(item, _Line) else failure_panel(item) for item in ordered
+    ]
 
 
 def _after_their_findings(items: Sequence[Result | _Line]) -> list[Result | _Line]:
@@ -222,7 +224,7 @@ def _line_for(result: Result, warnings: bool, skips: bool) -> _Line | None:
     return _Line(("skip", result.message), f" skipped: {result.message}", STYLES[Status.SKIP])
 
 
-def _panel(result: Result) -> Panel:
+def failure_panel(result: Result) -> Panel:
     rows = Table.grid(padding=(0, 2))
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column(overflow="fold")

@@ -8,7 +8,7 @@ several spellings name the same one:
 
 (`mypkg:GeluTanh` when mypkg/__init__.py re-exports it; `cube` a `@custom_op("mypkg::cube")`).
 A TargetIdentity is what they have in common: the object's defining module by its dotted
-name (a file maps to it as gradverify.target imports it: up through the directories that
+name (a file maps to it as gradverify.target.loading imports it: up through the directories that
 hold an `__init__.py`), or the op's qualified name. Specs are found, zero-config runs are
 cached and named, and `init` notices an existing spec by it.
 
@@ -73,7 +73,7 @@ def identify(spec: str, project: Path | None = None) -> TargetIdentity | None:
 
 def canonical(spec: str, project: Path | None = None) -> str:
     """`spec` spelled as its identity when that spelling loads the same file from here
-    (its module importable from `project` or sys.path, as gradverify.target imports it);
+    (its module importable from `project` or sys.path, as gradverify.target.loading imports it);
     else `spec` as written (e.g. a file in a directory that is not on sys.path)."""
     project = (project or Path.cwd()).resolve()
     found = _identify(spec, project)
@@ -112,7 +112,7 @@ def _locate(module_part: str, project: Path) -> _Module:
         path = Path(module_part)
         path = (path if path.is_absolute() else project / path).resolve()
         if not path.is_file():
-            return _Module(module_part)  # gradverify.target says "no file"
+            return _Module(module_part)  # gradverify.target.loading says "no file"
         parts = [path.stem]
         directory = path.parent
         while (directory / "__init__.py").is_file():
@@ -123,7 +123,7 @@ def _locate(module_part: str, project: Path) -> _Module:
 
 
 def _roots(project: Path) -> tuple[Path, ...]:
-    """Where `import` finds a module for gradverify.target: the project, then sys.path."""
+    """Where `import` finds a module for gradverify.target.loading: the project, then sys.path."""
     return (project, *(Path(entry or ".").resolve() for entry in sys.path))
 
 

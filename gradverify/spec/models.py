@@ -270,11 +270,6 @@ class FunctionSpec(_Strict):
             )
         return self
 
-    @property
-    def selected_checks(self) -> list[CheckId]:
-        """The checks to run on a target that is not a custom op (`checks_for`)."""
-        return self.checks_for(custom_op=False)
-
     def checks_for(self, custom_op: bool) -> list[CheckId]:
         """The checks to run on a target: those listed; else the default ones (with `compile`
         for a custom op) and `extra_checks`, each whose configuration is present."""

@@ -6,7 +6,7 @@
     op:ns::name                   an op already registered (by torch, or a loaded library)
 
 An op's qualified name may end in an overload, as torch spells it: `aten::add.Tensor`.
-Specs, the result cache and pre-commit's selection read these forms; only gradverify.target
+Specs, the result cache and pre-commit's selection read these forms; only gradverify.target.loading
 imports the module and looks the op up.
 """
 

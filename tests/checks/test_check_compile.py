@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from gradverify.checks.shared import dynamo
-from gradverify.config import Config, ConfigError, Settings, load_config, with_defaults
 from gradverify.errors import SpecError
 from gradverify.examples import compiled as examples
+from gradverify.spec.config import Config, ConfigError, Settings, load_config, with_defaults
 from gradverify.spec.load import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,16 +216,16 @@ def entry_of(text):
 def test_compile_is_opt_in_by_default_and_on_for_custom_ops():
     spec = entry_of(compile_spec("a:B", "[{shape: [3]}]", extra="")).spec
 
-    assert "compile" not in spec.selected_checks
+    assert "compile" not in spec.checks_for(custom_op=False)
     assert "compile" in spec.checks_for(custom_op=True)
-    assert spec.checks_for(custom_op=True) == [*spec.selected_checks, "compile"]
+    assert spec.checks_for(custom_op=True) == [*spec.checks_for(custom_op=False), "compile"]
 
 
 def test_extra_checks_in_a_spec_adds_compile_to_the_default_checks():
     spec = entry_of(compile_spec("a:B", "[{shape: [3]}]", extra="extra_checks: [compile]")).spec
     default = entry_of(compile_spec("a:B", "[{shape: [3]}]", extra="")).spec
 
-    assert spec.selected_checks == [*default.selected_checks, "compile"]
+    assert spec.checks_for(custom_op=False) == [*default.checks_for(custom_op=False), "compile"]
 
 
 def test_checks_listed_in_a_spec_are_the_checks_even_for_a_custom_op():
@@ -259,10 +259,10 @@ def test_the_config_key_adds_compile_where_a_spec_chooses_no_checks(tmp_path):
 
     plain_after, listed_after = with_defaults([plain, listed], config)
 
-    assert "compile" in plain_after.spec.selected_checks
-    assert listed_after.spec.selected_checks == ["forward"]
-    assert with_defaults([plain], Config(Settings()))[0].spec.selected_checks == (
-        plain.spec.selected_checks
+    assert "compile" in plain_after.spec.checks_for(custom_op=False)
+    assert listed_after.spec.checks_for(custom_op=False) == ["forward"]
+    assert with_defaults([plain], Config(Settings()))[0].spec.checks_for(custom_op=False) == (
+        plain.spec.checks_for(custom_op=False)
     )
 
 

@@ -72,7 +72,7 @@ def test_forward_raising_fails_with_the_users_exception(crash_report, only):
 
 def test_an_argument_missing_from_a_case_is_a_spec_error_before_forward_runs(run_spec):
     # A setup_context Function binds its arguments with the standard library's `inspect`:
-    # the case is compared with forward's signature before that (gradverify.arity).
+    # the case is compared with forward's signature before that (gradverify.target.arity).
     with pytest.raises(SpecError, match=r"case 'no_beta' gives 1 input but Softplus\.forward"):
         run_spec(
             """
@@ -128,8 +128,8 @@ def test_an_op_that_returns_nothing_passes_every_default_check(run_spec, find, o
 def test_zero_config_leaves_an_ops_written_argument_without_gradient():
     # torch allows no autograd formula for an op that mutates: the argument it writes
     # (mutates_args) gets requires_grad false; the others are inferred as before.
-    from gradverify.inference import infer
-    from gradverify.target import load_target
+    from gradverify.inference.from_signature import infer
+    from gradverify.target.loading import load_target
 
     inference = infer(load_target("tests.functions.custom_ops:gradverify_tests::add_into"))
     x, out = inference.inputs()

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 import gradverify.examples
-from gradverify import engine
 from gradverify.catalogue import LINT_RULES as RULES
+from gradverify.run import session
 from gradverify.spec.load import SpecEntry, load_spec_file
 from gradverify.spec.models import Case, FunctionSpec, LiteralInput, TensorInput
-from gradverify.target import load_target
+from gradverify.target.loading import load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_SPEC = ROOT / "tests" / "specs" / "checks" / "lint.yaml"
@@ -210,7 +210,7 @@ def correct_report(repo_cwd):
     ]
     named = {entry.spec.target for entry in entries}
     entries += [_inferred_entry(target) for target in sorted(bundled_and_correct() - named)]
-    return engine.run(engine.prepare(entries))
+    return session.run(entries, session.RunOptions(isolation=False, cache=False))
 
 
 def test_every_bundled_and_correct_function_is_linted(correct_report):

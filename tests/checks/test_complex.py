@@ -19,7 +19,7 @@ from gradverify.checks.shared.torch_gradcheck import parse_mismatch
 from gradverify.inputs import build_inputs
 from gradverify.spec.load import parse_spec
 from gradverify.spec.models import FunctionSpec
-from gradverify.target import load_target
+from gradverify.target.loading import load_target
 from tests.functions import complex_functions
 
 ROOT = Path(__file__).resolve().parents[2]

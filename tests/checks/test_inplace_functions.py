@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gradverify.dirty import DirtyArguments, dirty_arguments
-from gradverify.target import load_target
+from gradverify.target.dirty import DirtyArguments, dirty_arguments
+from gradverify.target.loading import load_target
 from tests.functions import forms
 
 ROOT = Path(__file__).resolve().parents[2]

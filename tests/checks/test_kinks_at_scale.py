@@ -93,16 +93,18 @@ def test_elements_a_re_draw_cannot_clear_are_all_held_fixed(run_spec, find):
 
 
 def _settle(low: float, high: float, size: int, seed: int = 0):
-    from gradverify.engine import prepare
+    from gradverify.engine.case import Job
+    from gradverify.engine.off_kinks import settle_inputs
     from gradverify.inputs import build_inputs
-    from gradverify.settle import settle_inputs
     from gradverify.spec.load import parse_spec
+    from gradverify.target.loading import load_target
 
     text = (
         "target: tests.functions.kinks_at_scale:MyReLU\n"
         f"cases: [{{name: c, inputs: [{{shape: [{size}], low: {low}, high: {high}}}]}}]\n"
     )
-    (job,) = prepare(parse_spec(text, "spec.yaml"))
+    (entry,) = parse_spec(text, "spec.yaml")
+    job = Job(entry, load_target(entry.spec.target or ""))
     case = job.entry.spec.cases[0]
     drawn = build_inputs(case, seed)
     settled, notes = settle_inputs(job.target, case, drawn, job.entry.spec, seed)
@@ -140,12 +142,14 @@ def test_a_wide_range_is_cleared_of_kinks_and_says_how_many_it_moved():
 def test_forward_runs_once_per_case_to_size_the_outputs():
     from gradverify.checks.shared.case import CaseContext
     from gradverify.checks.shared.modes import resolve_mode
-    from gradverify.engine import prepare
+    from gradverify.engine.case import Job
     from gradverify.spec.load import parse_spec
+    from gradverify.target.loading import load_target
     from tests.functions import large
 
     text = "target: tests.functions.large:Sigmoid\ncases: [{name: c, inputs: [{shape: [2000]}]}]\n"
-    (job,) = prepare(parse_spec(text, "spec.yaml"))
+    (entry,) = parse_spec(text, "spec.yaml")
+    job = Job(entry, load_target(entry.spec.target or ""))
     arguments = (torch.rand(2000, dtype=torch.float64, requires_grad=True),)
     context = CaseContext(job.target, "c", arguments, job.entry.spec, seed=0)
     large.reset_forward_calls()

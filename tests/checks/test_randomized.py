@@ -16,7 +16,7 @@ from gradverify.numerics.localization import Entry
 from gradverify.report.evidence import evidence
 from gradverify.spec.load import parse_spec
 from gradverify.spec.models import FunctionSpec
-from gradverify.target import load_target
+from gradverify.target.loading import load_target
 from tests.functions import large
 
 MILLION = """

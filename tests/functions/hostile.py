@@ -46,3 +46,21 @@ class ExitsInForward(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
         return grad_output
+
+
+@torch.library.custom_op("gradverify_tests::exits_in_backward", mutates_args=())
+def exits_in_backward(x: torch.Tensor) -> torch.Tensor:
+    """A custom op (which gets `compile` by default) whose backward calls os._exit."""
+    return x * 2
+
+
+@exits_in_backward.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _exit_in_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    os._exit(7)
+
+
+exits_in_backward.register_autograd(_exit_in_backward)

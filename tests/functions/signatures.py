@@ -1,6 +1,6 @@
 """Correct Functions whose forward signatures vary: defaults, *args, keyword-only, new style.
 
-Fixtures for gradverify.arity: a case must fit the signature before anything runs.
+Fixtures for gradverify.target.arity: a case must fit the signature before anything runs.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from gradverify.config import ConfigError, load_config
 from gradverify.errors import SpecError, SpecIssue
 from gradverify.spec import limits, load_spec_file, parse_spec
 from gradverify.spec import load as load_module
+from gradverify.spec.config import ConfigError, load_config
 from gradverify.spec.yamlnodes import BASE_LOADERS, load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]

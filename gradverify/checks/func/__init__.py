@@ -37,7 +37,7 @@ from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.jacobian import forward_selection
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
-from gradverify.target import Target
+from gradverify.target.loaded import Target
 from gradverify.usercode import UserCodeError, first_line
 
 CLASSIC = (

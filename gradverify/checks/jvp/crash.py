@@ -16,9 +16,9 @@ import torch
 
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.results import Result
-from gradverify.target import Target
+from gradverify.target.loaded import Target
+from gradverify.target.syntax import own_nodes, parsed_function
 from gradverify.usercode import UserCodeError
-from gradverify.usercode.source import own_nodes, parsed_function
 
 # torch's complaint when jvp gives a tangent that is not a floating point tensor (None too).
 _NOT_FLOATING = "Expected both tensor and its forward grad to be floating point or complex"

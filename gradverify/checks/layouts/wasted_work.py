@@ -15,9 +15,8 @@ import torch
 
 from gradverify.checks.shared.backward_call import run_backward
 from gradverify.checks.shared.case import CaseContext
-from gradverify.folding import WASTED_WORK_WORDS
 from gradverify.numerics.graph import function_node
-from gradverify.results import Result, Status
+from gradverify.results import WASTED_WORK_WORDS, Result, Status
 from gradverify.usercode import UserCodeError
 
 WASTED_WORK_HINT = "check ctx.needs_input_grad before computing each gradient"

@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gradverify.dirty import input_bindings, input_subscript
-from gradverify.usercode.source import FunctionNode, own_nodes
+from gradverify.target.dirty import input_bindings, input_subscript
+from gradverify.target.syntax import FunctionNode, own_nodes
 
 SAVED_CONTAINERS = frozenset({"saved_tensors", "saved_variables"})
 SNIPPET_LENGTH = 60

@@ -41,7 +41,8 @@ from gradverify.numerics.diagnosis import diagnose
 from gradverify.numerics.jacobian import differentiable_outputs, element_words
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
-from gradverify.target import Target, load_target
+from gradverify.target.loaded import Target
+from gradverify.target.loading import load_target
 from gradverify.usercode import UserCodeError, user_code
 
 _REAL_PART = {torch.complex32: torch.float16, torch.complex64: torch.float32}

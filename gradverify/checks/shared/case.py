@@ -11,7 +11,7 @@ import torch
 from gradverify.inputs import promoted_arguments
 from gradverify.results import Result, Status
 from gradverify.spec.models import FunctionSpec, Tolerance
-from gradverify.target import Target
+from gradverify.target.loaded import Target
 from gradverify.usercode import UserCodeError, first_line
 
 

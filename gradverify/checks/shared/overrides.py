@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from gradverify.target import Target
+from gradverify.target.loaded import Target
 
 
 def defines_jvp(target: Target) -> bool:

@@ -24,7 +24,7 @@ from gradverify.numerics.kinks import OFFSETS, nondifferentiable_rows
 from gradverify.numerics.noise import faint_rows, noise_rows
 from gradverify.numerics.sampling import Evaluate, line_through, sample
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
-from gradverify.target import Target
+from gradverify.target.loaded import Target
 from gradverify.usercode import UserCodeError, call_forward
 
 MAX_TRIES = 5

@@ -1,5 +1,5 @@
 """Load a target given as `module.path:Attr`, `path/to/file.py:Attr` or a custom op
-(gradverify.spec.targets lists the forms; gradverify.custom_ops describes ops)."""
+(gradverify.spec.targets lists the forms; gradverify.target.ops describes ops)."""
 
 from __future__ import annotations
 
@@ -16,69 +16,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gradverify.custom_ops import describe_op, find_op, op_parts, op_spec
-from gradverify.dirty import DirtyArguments, dirty_arguments
 from gradverify.errors import TargetError
-from gradverify.spec.identity import TargetIdentity, identify, op_name
 from gradverify.spec.suggest import did_you_mean
 from gradverify.spec.targets import FORMS, form_problem, parse_target
+from gradverify.target.dirty import DirtyArguments, dirty_arguments
+from gradverify.target.loaded import Target, cloning, source_of
+from gradverify.target.ops import describe_op, find_op, op_parts, op_spec
 
-_OUR_DIR = str(Path(__file__).resolve().parent)
+_OUR_DIR = str(Path(__file__).resolve().parents[1])  # gradverify/
 _IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent)
-
-
-@dataclass(frozen=True)
-class Target:
-    """A loaded target: what to call, and the names of its positional arguments."""
-
-    spec: str  # exactly as written by the user
-    obj: Any
-    call: Callable[..., Any]
-    parameters: tuple[str, ...]  # forward's positional parameters, without ctx
-    defaults: dict[str, Any] = field(default_factory=dict)
-    variadic: str | None = None  # name of forward's *args, if any
-    is_function: bool = False  # a torch.autograd.Function subclass
-    source_file: str | None = None
-    backward_line: int | None = None
-    once_differentiable: bool = False  # backward wrapped in @once_differentiable
-    # Arguments forward writes into (ctx.mark_dirty; an op's mutates_args); `call` passes
-    # clones of them.
-    dirty: DirtyArguments = field(default_factory=DirtyArguments)
-    # A torch.library custom op: its qualified name ("mylib::mysin"); None for anything else.
-    op_name: str | None = None
-    # An op's argument types as its schema writes them ("Tensor", "float", "int[]", "Tensor?").
-    schema_types: dict[str, str] = field(default_factory=dict)
-    # An op's OpOverload as torch holds it (opcheck tests it); `call` wraps it.
-    op: Any = None
-    # Keyword-only parameters without a default: a case's inputs, passed by position, can
-    # never fill them (gradverify.arity says so before anything runs).
-    required_keywords: tuple[str, ...] = ()
-    signature_known: bool = True  # False: inspect could not read forward's signature
-
-    def argument_name(self, index: int) -> str | None:
-        """forward's name for positional argument `index` (literals counted)."""
-        if index < len(self.parameters):
-            return self.parameters[index]
-        if self.variadic is not None:
-            return f"{self.variadic}[{index - len(self.parameters)}]"
-        return None
-
-    @property
-    def identity(self) -> TargetIdentity:
-        """What the loaded object is by its own names (an op's, or `__module__:__qualname__`),
-        for what gradverify.spec.identity cannot read from source: an op named at run time,
-        a re-export it does not follow."""
-        if self.op_name is not None:
-            return TargetIdentity(op_name(self.op_name))
-        module = getattr(self.obj, "__module__", None)
-        qualname = getattr(self.obj, "__qualname__", None)
-        if isinstance(module, str) and isinstance(qualname, str):
-            return TargetIdentity(f"{module}:{qualname}")
-        return identify(self.spec) or TargetIdentity(self.spec)
-
-    @property
-    def name(self) -> str:
-        return getattr(self.obj, "__qualname__", None) or self.spec.rsplit(":", 1)[-1]
 
 
 def load_target(spec: str) -> Target:
@@ -218,24 +164,6 @@ def _describe(spec: str, obj: Any) -> Target:
     )  # fmt: skip
 
 
-def cloning(apply: Callable[..., Any], dirty: DirtyArguments) -> Callable[..., Any]:
-    """`apply` given clones of the dirty tensor arguments.
-
-    torch refuses an in-place write into a leaf that requires grad; a clone is not a leaf,
-    and the gradient reaches the caller's tensor through it, which forward leaves unchanged.
-    """
-    import torch
-
-    def call(*arguments: Any) -> Any:
-        return apply(*(
-            argument.clone() if isinstance(argument, torch.Tensor) and dirty.marks(index)
-            else argument
-            for index, argument in enumerate(arguments)
-        ))  # fmt: skip
-
-    return call
-
-
 def _is_once_differentiable(backward: Any) -> bool:
     """Whether backward is wrapped by torch.autograd.function.once_differentiable."""
     import torch.autograd.function as autograd_function
@@ -279,13 +207,3 @@ def _signature(forward: Callable[..., Any], drop_ctx: bool) -> _Signature:
         p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty
     )
     return _Signature(tuple(p.name for p in positional), defaults, variadic, keywords)
-
-
-def source_of(obj: Any) -> tuple[str | None, int | None]:
-    """The file and first line where `obj` (a function or class) is defined, if known."""
-    try:
-        file = inspect.getsourcefile(obj)
-        _, line = inspect.getsourcelines(obj)
-    except (TypeError, OSError):
-        return None, None
-    return file, line

@@ -3,7 +3,7 @@
 Isolation then costs a fork, not an import. The server never runs a torch op: forking after
 torch has started its intra-op threads can deadlock (OpenMP); forking after an import cannot.
 Server and workers never see SIGINT: the server starts with it blocked and ignores it before
-anything else (gradverify.interrupts), and its workers inherit that. The parent that owns them
+anything else (gradverify.run.interrupts), and its workers inherit that. The parent that owns them
 kills them, so Ctrl-C ends a run with one message rather than a traceback from every worker,
 even when it comes while the server is still importing torch. When the parent goes away, even
 killed, the server kills and reaps its workers and exits, so no process outlives the command.
@@ -31,16 +31,16 @@ import traceback
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
-from gradverify import interrupts
+from gradverify.run import interrupts
 
 # What a worker needs before its first case; imported once, in the server.
 PRELOAD = (
     "torch",
     "torch.fx.experimental.symbolic_shapes",  # torch imports it on the first autograd.grad
-    "gradverify.engine",
-    "gradverify.worker",
-    "gradverify.zeroconfig",
-    "gradverify.inference",
+    "gradverify.engine.case",
+    "gradverify.run.worker",
+    "gradverify.inference.zeroconfig",
+    "gradverify.inference.from_signature",
 )
 # pidfds (Linux 5.3+) make a forked worker's end observable from the parent; elsewhere the
 # pool spawns its workers.
@@ -97,7 +97,7 @@ class ForkServer:
         self.control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         code = (
             f"import sys; sys.path[:] = {list(sys.path)!r}; "
-            f"from gradverify.forkserver import main; main({server_end.fileno()})"
+            f"from gradverify.run.forkserver import main; main({server_end.fileno()})"
         )
         self.process = subprocess.Popen(
             [sys.executable, "-c", code], pass_fds=[server_end.fileno()],
@@ -110,7 +110,7 @@ class ForkServer:
         self.lock = threading.Lock()
 
     def fork(self, threads: int) -> tuple[ServedProcess, Connection]:
-        """A new worker serving cases on the returned connection (gradverify.worker.serve)."""
+        """A new worker serving cases on the returned connection (gradverify.run.worker.serve)."""
         parent_end, child_end = Pipe()
         request = ("fork", threads, os.getcwd(), list(sys.path), dict(os.environ))
         with self.lock:
@@ -272,7 +272,7 @@ def _fork(
         sys.path[:] = path
         os.environ.clear()
         os.environ.update(environ)
-        from gradverify.worker import serve
+        from gradverify.run.worker import serve
 
         serve(Connection(fd), threads)
     except SystemExit as exit:  # the user's code called sys.exit

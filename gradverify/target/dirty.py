@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from gradverify.usercode.source import parsed_function
+from gradverify.target.syntax import parsed_function
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from gradverify.inference import NUMBER, TENSOR, Choice, Inference, kind_of
+from gradverify.inference.from_signature import NUMBER, TENSOR, Choice, Inference, kind_of
 from gradverify.spec.targets import parse_target
 
 

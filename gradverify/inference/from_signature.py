@@ -1,5 +1,5 @@
 """Inputs inferred from forward's signature and from trying them: the one inference behind
-zero-config `check`, its suggested spec, and `init` (gradverify.inferred_spec writes the
+zero-config `check`, its suggested spec, and `init` (gradverify.inference.spec_text writes the
 spec's text).
 
 Each parameter gets a kind from what costs nothing first (a default, an annotation, a
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gradverify.spec.models import FunctionSpec
-    from gradverify.target import Target
+    from gradverify.target.loaded import Target
 
 # Names that conventionally hold a Linear's weight and bias, for the Linear-like shapes.
 WEIGHT_NAMES = re.compile(r"(^|_)(w|weight|weights|kernel|matrix)($|_)", re.IGNORECASE)

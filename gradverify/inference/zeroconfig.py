@@ -1,21 +1,28 @@
-"""Zero-config runs: a spec inferred (gradverify.inference) when the user wrote none."""
+"""Zero-config runs: a spec inferred (gradverify.inference.from_signature) when the user wrote none."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gradverify.errors import GradverifyError
-from gradverify.inference import Inference, infer
-from gradverify.inferred_spec import file_name, spec_text
+from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.spec_text import file_name, spec_text
 from gradverify.spec.load import SpecEntry
 
 if TYPE_CHECKING:
-    from gradverify.cache import ResultCache
-    from gradverify.target import Target
+    from gradverify.target.loaded import Target
 
 CASE = "inferred"
+
+
+class InferenceStore(Protocol):
+    """Where inferred specs are kept between runs (gradverify.run.cache.ResultCache)."""
+
+    def lookup_inference(self, target: str) -> dict[str, Any] | None: ...
+
+    def store_inference(self, target: str, inferred: dict[str, Any]) -> None: ...
 
 
 class InferenceError(GradverifyError):
@@ -34,8 +41,8 @@ def infer_entry(target: Target) -> tuple[SpecEntry, str]:
 
 def inferred(target_spec: str) -> dict[str, Any]:
     """`infer_entry` for a target named by `target_spec`, as the plain data the cache keeps
-    (and a worker process sends back: gradverify.session infers in one when isolated)."""
-    from gradverify.target import load_target
+    (and a worker process sends back: gradverify.run.session infers in one when isolated)."""
+    from gradverify.target.loading import load_target
 
     entry, note = infer_entry(load_target(target_spec))
     return {"spec": entry.spec.model_dump(mode="json"), "note": note}
@@ -43,7 +50,7 @@ def inferred(target_spec: str) -> dict[str, Any]:
 
 def cached_entry(
     target_spec: str,
-    cache: ResultCache | None,
+    cache: InferenceStore | None,
     infer: Callable[[str], dict[str, Any]] = inferred,
 ) -> tuple[SpecEntry, str]:
     """`infer(target_spec)`, answered from `cache` while the target's source is unchanged.

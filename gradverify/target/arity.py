@@ -7,7 +7,7 @@ from __future__ import annotations
 from gradverify.errors import GradverifyError, SpecError, SpecIssue
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
-from gradverify.target import Target
+from gradverify.target.loaded import Target
 
 
 def check_arity(target: Target, entry: SpecEntry, case: Case) -> None:

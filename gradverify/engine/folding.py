@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gradverify.results import Result, Status
+from gradverify.results import WASTED_WORK_WORDS, Result, Status, finding_key
 
 # What forward and backward say about a non-finite value for finite inputs
 # (checks/forward.py and checks/backward/): the first place such a value shows.
@@ -42,10 +42,10 @@ def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
     """The earlier finding (a failure, or a warning) of another check that `result`
     repeats, if any."""
     others = [r for r in seen if r.status is result.status and r.check != result.check]
-    finding = _finding(result)
+    finding = finding_key(result)
     if finding is not None:
         for other in others:
-            if _finding(other) == finding:  # gradcheck confirming finite_difference, say
+            if finding_key(other) == finding:  # gradcheck confirming finite_difference, say
                 return other
     if result.failed and non_finite(result):
         # One inf or nan trips every check downstream: the first to see it tells the story.
@@ -57,30 +57,12 @@ def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
     return None
 
 
-def _finding(result: Result) -> tuple[object, ...] | None:
-    """What a failure says, without which check said it (None: not comparable)."""
-    if result.analytical is None:
-        return None
-    return (
-        result.input_index,
-        result.output_index,
-        result.element,
-        result.analytical,
-        result.numerical,
-    )
-
-
 def non_finite(result: Result) -> bool:
     """Whether a failure is about an inf or a nan (in an output, a gradient or an estimate)."""
     numbers = (result.analytical, result.numerical, result.max_abs_error)
     if any(number is not None and not math.isfinite(number) for number in numbers):
         return True
     return result.check in ("forward", "backward") and NON_FINITE_WORDS in result.message
-
-
-# What a wasted-work warning says (checks/layouts/wasted_work.py): a habit of backward's, the same
-# in every case of a Function, so a run reports it once per Function.
-WASTED_WORK_WORDS = "(wasted work)"
 
 
 def once_per_function(results: Sequence[Result]) -> list[Result]:

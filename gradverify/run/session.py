@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gradverify.cache import ResultCache
+from gradverify.engine.folding import once_per_function
 from gradverify.errors import GradverifyError
-from gradverify.folding import once_per_function
-from gradverify.pool import Outcome, WorkerPool
 from gradverify.results import Report, Result, Status
+from gradverify.run.cache import ResultCache
+from gradverify.run.pool import Outcome, WorkerPool
+from gradverify.run.tasks import InferTask, Task
 from gradverify.spec.load import SpecEntry
-from gradverify.tasks import InferTask, Task
 
 Listener = Callable[[Task, str, Any], None]
 INFER_TIMEOUT = 120.0  # seconds for zero-config's trial runs, as a spec's default timeout
@@ -81,7 +81,7 @@ def start_early(options: RunOptions) -> None:
     Its torch import then overlaps reading the specs. A run that turns out to have nothing
     to run stops it at exit, still importing.
     """
-    from gradverify import forkserver
+    from gradverify.run import forkserver
 
     nothing_cached = not options.cache or not options.cache_dir.exists()
     if options.isolation and forkserver.AVAILABLE and nothing_cached:
@@ -97,7 +97,7 @@ def infer_entries(targets: Sequence[str], options: RunOptions) -> list[tuple[Spe
     """
     if not targets:
         return []
-    from gradverify.zeroconfig import cached_entry, inferred
+    from gradverify.inference.zeroconfig import cached_entry, inferred
 
     cache = ResultCache(options.cache_dir) if options.cache else None
     infer = _infer_in_worker(options) if options.isolation else inferred
@@ -166,8 +166,9 @@ def _ended_results(task: Task, outcome: Outcome) -> list[Result]:
     """A fail for the check the process ended in, and a skip for each check never run."""
     spec = task.entry.spec
     ran = {result.check for result in outcome.results}
-    # The target was loaded in the worker: `compile` run or running says it is a custom op.
-    checks = spec.checks_for(custom_op="compile" in {*ran, outcome.check})
+    # The worker said which checks the case runs; a process that ended before it could say
+    # (while loading the target) is failed at the checks the spec asks of any target.
+    checks = outcome.checks if outcome.checks is not None else spec.checks_for(custom_op=False)
     current = _ended_in(outcome, checks, ran)
     if current is None:
         return []
@@ -244,25 +245,27 @@ def _short(ended: str) -> str:
 def _in_process(
     tasks: Sequence[Task], listener: Listener | None
 ) -> dict[int, tuple[list[Result], tuple[str, ...]]]:
-    from gradverify import engine
+    from gradverify.engine.case import Job, run_case
+    from gradverify.target.loading import load_target
 
     finished: dict[int, tuple[list[Result], tuple[str, ...]]] = {}
     targets: dict[str, Any] = {}
     for task in tasks:
         name = task.entry.spec.target or ""
         if name not in targets:
-            targets[name] = engine.load_target(name)
+            targets[name] = load_target(name)
         case = next(c for c in task.entry.spec.cases if c.name == task.case)
         observer = _ListenerObserver(task, listener) if listener else None
-        finished[task.id] = engine.run_case(
-            engine.Job(task.entry, targets[name]), case, task.seed, observer
-        )
+        finished[task.id] = run_case(Job(task.entry, targets[name]), case, task.seed, observer)
     return finished
 
 
 class _ListenerObserver:
     def __init__(self, task: Task, listener: Listener) -> None:
         self.task, self.listener = task, listener
+
+    def checks_chosen(self, checks: Sequence[str]) -> None:
+        self.listener(self.task, "checks", tuple(checks))
 
     def check_started(self, check_id: str) -> None:
         self.listener(self.task, "check", check_id)

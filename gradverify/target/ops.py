@@ -7,14 +7,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gradverify.dirty import DirtyArguments
 from gradverify.errors import TargetError
 from gradverify.spec.suggest import did_you_mean
-
-if TYPE_CHECKING:
-    from gradverify.target import Target
+from gradverify.target.dirty import DirtyArguments
+from gradverify.target.loaded import Target, cloning, source_of
 
 # Schema types as the schema's text writes them; SymInt is an int to a caller.
 _SCHEMA_TYPES = {
@@ -76,9 +74,6 @@ def op_spec(obj: Any) -> str:
 def describe_op(spec: str, obj: Any) -> Target:
     """A Target for an op: the schema's argument names, defaults and types; the registered
     backward's source (or, with none registered, the op's own function)."""
-    # Imported here: gradverify.target imports this module to load ops.
-    from gradverify.target import Target, cloning, source_of
-
     parts = op_parts(obj)
     assert parts is not None
     definition, op = parts

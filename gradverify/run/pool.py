@@ -1,7 +1,7 @@
 """A pool of worker processes that survives the user's code: segfaults, exits, hangs.
 
 Workers are forked from a server that has imported torch and the engine once
-(gradverify.forkserver; a spawned process per worker where pidfds are missing), and reused.
+(gradverify.run.forkserver; a spawned process per worker where pidfds are missing), and reused.
 A worker that dies or overruns its case's time limit is replaced; its case ends as a failure
 that says what happened and where ("process died with SIGSEGV in backward"), and every other
 case runs. Closing the pool ends every worker, at once when the run was interrupted.
@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
-from gradverify import forkserver, interrupts, stacks
+from gradverify import stacks
 from gradverify.results import Result
-from gradverify.tasks import InferTask, Task
-from gradverify.worker import serve
+from gradverify.run import forkserver, interrupts
+from gradverify.run.tasks import InferTask, Task
+from gradverify.run.worker import serve
 
 # A worker that has not even started its case by then is considered stuck at start-up.
 START_LIMIT = 300.0
@@ -34,13 +35,18 @@ class Outcome:
 
     results: list[Result] = field(default_factory=list)
     notes: tuple[str, ...] = ()
+    # The checks the case runs, as the worker chose them on the loaded target (None: it
+    # ended before, loading the target).
+    checks: tuple[str, ...] | None = None
     check: str | None = None  # the check running when it ended
     phase: str | None = None  # the phase of the user's code then
     done: bool = False
     ended: str | None = None  # why it ended early: "process died with SIGSEGV", "timed out ..."
     user_error: str | None = None  # a spec or target error found in the worker
     internal: str | None = None  # a traceback of gradverify's own failure
-    inferred: dict[str, Any] | None = None  # an InferTask's answer (gradverify.zeroconfig)
+    inferred: dict[str, Any] | None = (
+        None  # an InferTask's answer (gradverify.inference.zeroconfig)
+    )
     # At a timeout: where the user's code was stuck, the seconds the task had run, and the
     # seconds the check running then had run.
     stuck_at: stacks.Frame | None = None
@@ -214,6 +220,8 @@ class WorkerPool:
             worker.started = time.monotonic()
             worker.deadline = worker.started + worker.timeout
             worker.check_started = None
+        elif kind == "checks":
+            outcome.checks = message[2]
         elif kind == "check":
             outcome.check, outcome.phase = message[2], None
             worker.check_started = time.monotonic()

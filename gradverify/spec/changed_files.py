@@ -2,7 +2,7 @@
 
 A changed spec file runs that spec. A changed Python file runs every spec (from the
 configured spec paths) whose target, `reference` or `expected_gradient` lives in that file
-or imports from it, found by reading `import` statements (gradverify.cache.source_files):
+or imports from it, found by reading `import` statements (gradverify.spec.source_files):
 nothing is imported, so an unrelated change costs no torch import. Anything else runs nothing.
 """
 
@@ -13,15 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradverify.cache import source_files
 from gradverify.errors import UsageError
 from gradverify.spec.discover import SPEC_SUFFIXES, spec_files
 from gradverify.spec.load import SpecEntry, load_spec_file
+from gradverify.spec.source_files import source_files
 from gradverify.spec.targets import module_of
 
 
 @dataclass(frozen=True)
-class Selection:
+class ChangedSpecs:
     """Command-line arguments sorted by what they ask for."""
 
     arguments: list[str] = field(default_factory=list)  # spec files, directories, targets
@@ -87,14 +87,14 @@ def is_python_file(argument: str) -> bool:
 
 def sort_arguments(
     arguments: Sequence[str], spec_paths: Sequence[str], changed_files: bool
-) -> Selection:
+) -> ChangedSpecs:
     """Split arguments into plan arguments, changed Python files and files to ignore.
 
     With `changed_files` (the pre-commit hook), a YAML file runs only when it lies in a
     configured spec path — a workflow or `.pre-commit-config.yaml` is not a spec — and any
     other kind of file is ignored.
     """
-    selection = Selection()
+    selection = ChangedSpecs()
     for argument in arguments:
         if is_python_file(argument):
             selection.python_files.append(argument)

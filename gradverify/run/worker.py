@@ -1,6 +1,6 @@
 """The worker process: runs cases sent by the parent, one at a time.
 
-It is forked from gradverify.forkserver with torch and the engine already imported (or
+It is forked from gradverify.run.forkserver with torch and the engine already imported (or
 spawned, and imports them here).
 
 Everything it learns is sent back as it happens (the check being run, the phase of the
@@ -11,12 +11,13 @@ the parent still knows what was done and where it stopped.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
-from gradverify import interrupts
 from gradverify.results import Result
-from gradverify.tasks import InferTask
+from gradverify.run import interrupts
+from gradverify.run.tasks import InferTask
 
 
 def serve(connection: Connection, threads: int) -> None:
@@ -36,9 +37,10 @@ def serve(connection: Connection, threads: int) -> None:
 
 
 def _serve_cases(connection: Connection) -> None:
-    from gradverify import engine
+    from gradverify.engine.case import Job, run_case
     from gradverify.errors import GradverifyError
     from gradverify.stacks import dump_on_signal, remove
+    from gradverify.target.loading import load_target
     from gradverify.usercode import listen_to_phases
 
     targets: dict[str, Any] = {}
@@ -55,17 +57,17 @@ def _serve_cases(connection: Connection) -> None:
         listen_to_phases(reporter.phase)
         try:
             if isinstance(task, InferTask):
-                from gradverify.zeroconfig import inferred
+                from gradverify.inference.zeroconfig import inferred
 
                 connection.send(("inferred", task.id, inferred(task.target)))
                 connection.send(("done", task.id, ()))
                 continue
             name = task.entry.spec.target
             if name not in targets:
-                targets[name] = engine.load_target(name)
-            job = engine.Job(task.entry, targets[name])
+                targets[name] = load_target(name)
+            job = Job(task.entry, targets[name])
             case = next(c for c in task.entry.spec.cases if c.name == task.case)
-            _, notes = engine.run_case(job, case, task.seed, observer=reporter)
+            _, notes = run_case(job, case, task.seed, observer=reporter)
             connection.send(("done", task.id, notes))
         except GradverifyError as error:
             connection.send(("user_error", task.id, error.render()))
@@ -100,6 +102,9 @@ class _Reporter:
         self.connection = connection
         self.task_id = task_id
         self.last_phase: str | None = None
+
+    def checks_chosen(self, checks: Sequence[str]) -> None:
+        self.connection.send(("checks", self.task_id, tuple(checks)))
 
     def check_started(self, check_id: str) -> None:
         self.last_phase = None

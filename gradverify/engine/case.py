@@ -1,4 +1,5 @@
-"""Run the checks of every case of every target, in a deterministic order."""
+"""The checks of one case, in order: its inputs built and settled, each check's findings
+folded into the earlier ones, and a failure about backward pointed at backward."""
 
 from __future__ import annotations
 
@@ -9,18 +10,18 @@ from typing import Protocol
 
 import torch
 
-from gradverify.arity import check_arity
 from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext
-from gradverify.folding import fold, once_per_function
+from gradverify.engine.folding import fold
+from gradverify.engine.off_kinks import settle_inputs
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.memory import is_allocation_failure, out_of_memory, refusal
-from gradverify.results import Report, Result, Status
-from gradverify.settle import settle_inputs
+from gradverify.results import Result, Status
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
-from gradverify.target import Target, load_target
+from gradverify.target.arity import check_arity
+from gradverify.target.loaded import Target, checks_of
 
 
 @dataclass(frozen=True)
@@ -31,32 +32,10 @@ class Job:
     target: Target
 
 
-def prepare(entries: Sequence[SpecEntry], target_override: str | None = None) -> list[Job]:
-    """Load every target up front, so that a bad path fails before anything runs (TargetError)."""
-    jobs = []
-    for entry in entries:
-        name = target_override or entry.spec.target
-        assert name is not None, "targetless specs are rejected before the engine"
-        jobs.append(Job(entry, load_target(name)))
-    return jobs
-
-
-def run(jobs: Sequence[Job], seed: int | None = None, notes: Sequence[str] = ()) -> Report:
-    """Every check of every case; `seed` overrides the specs' seeds."""
-    results: list[Result] = []
-    all_notes = list(notes)
-    for job in jobs:
-        for case in job.entry.spec.cases:
-            case_results, case_notes = run_case(
-                job, case, job.entry.spec.seed if seed is None else seed
-            )
-            results.extend(case_results)
-            all_notes.extend(f"{job.target.spec} [{case.name}]: {note}" for note in case_notes)
-    return Report(results=tuple(once_per_function(results)), notes=tuple(all_notes))
-
-
 class CaseObserver(Protocol):
     """Told about a case's progress (a worker forwards this to the parent process)."""
+
+    def checks_chosen(self, checks: Sequence[str]) -> None: ...
 
     def check_started(self, check_id: str) -> None: ...
 
@@ -72,7 +51,9 @@ def run_case(
     """
     check_arity(job.target, job.entry, case)  # a case that cannot fit forward: SpecError
     spec = job.entry.spec
-    checks = spec.checks_for(custom_op=job.target.op_name is not None)
+    checks = checks_of(spec, job.target)
+    if observer is not None:
+        observer.checks_chosen(checks)
     this_seed = case_seed(seed, case.name)
     context = CaseContext(
         target=job.target,

@@ -22,14 +22,14 @@ def progress_listener(enabled: bool, total: int | None = None) -> Iterator[Liste
     if not enabled:
         yield None
         return
-    bar = _DelayedBar(total)
+    bar = DelayedBar(total)
     try:
         yield bar.listen
     finally:
         bar.stop()
 
 
-class _DelayedBar:
+class DelayedBar:
     def __init__(self, total: int | None) -> None:
         self.started = time.monotonic()
         self.progress: Progress | None = None

@@ -1,0 +1,1 @@
+"""One case: its inputs built and settled, its checks run in order, its findings folded."""

@@ -1,0 +1,1 @@
+"""Inputs inferred from forward's signature: zero-config `check` and `init`."""

@@ -1,0 +1,1 @@
+"""The target: a Function, function or custom op named by the user, loaded and described."""
