@@ -246,22 +246,15 @@ def _first_difference(context: CaseContext, baseline: Run, run: Run) -> Differen
             )
             if difference is not None:
                 return difference
-    for index, got in run.gradients.items():
-        argument = run.arguments[index]
-        expected = _or_zeros(baseline.gradients.get(index), argument)
+    for index in run.gradients:
         what = f"gradient of {context.describe_argument(index)}"
         # The element indexes this argument's gradient, so the result names this argument.
         difference = _tensor_difference(
-            context, what, expected, _or_zeros(got, argument), input_index=index
+            context, what, baseline.gradient(index), run.gradient(index), input_index=index
         )
         if difference is not None:
             return difference
     return None
-
-
-def _or_zeros(grad: torch.Tensor | None, argument: torch.Tensor) -> torch.Tensor:
-    """An unused argument's gradient (None) is zero."""
-    return grad if grad is not None else torch.zeros_like(argument).detach()
 
 
 def _tensor_difference(

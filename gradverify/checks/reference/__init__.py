@@ -215,12 +215,6 @@ def _with_gradients(
     return dataclasses.replace(run, gradients=gradients)
 
 
-def _gradient(run: Run, index: int) -> torch.Tensor:
-    """The gradient of argument `index`: zeros where autograd found no path to it."""
-    gradient = run.gradients[index]
-    return gradient if gradient is not None else torch.zeros_like(run.arguments[index]).detach()
-
-
 def _items(context: CaseContext, function: Run, reference: Run, truth: Run | None) -> list[Item]:
     items = [
         Item(
@@ -236,9 +230,9 @@ def _items(context: CaseContext, function: Run, reference: Run, truth: Run | Non
     return items + [
         Item(
             f"gradient of {context.describe_argument(index)}",
-            _gradient(function, index),
-            _gradient(reference, index),
-            _gradient(truth, index) if truth is not None else None,
+            function.gradient(index),
+            reference.gradient(index),
+            truth.gradient(index) if truth is not None else None,
             input_index=index,
             reference_unreached=reference.gradients[index] is None,
         )

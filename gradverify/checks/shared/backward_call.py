@@ -30,6 +30,13 @@ class Run:
     grad_outputs: tuple[torch.Tensor | None, ...] = ()
     gradients: dict[int, torch.Tensor | None] = field(default_factory=dict)
 
+    def gradient(self, index: int) -> torch.Tensor:
+        """The gradient of argument `index`: zeros where there is none, as autograd treats it."""
+        gradient = self.gradients.get(index)
+        if gradient is not None:
+            return gradient
+        return torch.zeros_like(self.arguments[index]).detach()
+
 
 @contextmanager
 def same_random_numbers(seed: int) -> Iterator[None]:
