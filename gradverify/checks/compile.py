@@ -9,7 +9,12 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.shared import dynamo
-from gradverify.checks.shared.backward_call import seeded_grad_outputs
+from gradverify.checks.shared.backward_call import (
+    Run,
+    autograd_gradients,
+    same_random_numbers,
+    seeded_grad_outputs,
+)
 from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.memory import is_allocation_failure
@@ -19,15 +24,7 @@ from gradverify.numerics.salts import Salt
 from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.target.loaded import source_of
-from gradverify.usercode import UserCodeError, call_forward, user_code
-
-
-@dataclass(frozen=True)
-class Run:
-    """One run of the target: its outputs and the gradient of every argument (None: none)."""
-
-    outputs: tuple[Any, ...]
-    gradients: tuple[torch.Tensor | None, ...]
+from gradverify.usercode import UserCodeError, call_forward
 
 
 class CompileCheck:
@@ -119,31 +116,18 @@ def _run(context: CaseContext, call: Any, arguments: tuple[Any, ...], eager: Run
     differentiable, so that both runs take the same grad_outputs.
     """
     # Both runs draw the same random numbers: a dropout-like Function is equal to itself.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(context.seed)
+    with same_random_numbers(context.seed):
         outputs = call_forward(call, arguments)
-        return _with_gradients(context, outputs, arguments, eager)
-
-
-def _with_gradients(
-    context: CaseContext, outputs: tuple[Any, ...], arguments: tuple[Any, ...], eager: Run | None
-) -> Run:
-    wrt = differentiable_indices(arguments)
-    reference = eager.outputs if eager is not None else outputs
-    selected = [index for index, _ in differentiable_outputs(reference)]
-    gradients: list[torch.Tensor | None] = [None] * len(arguments)
-    if wrt and selected:
-        grad_outputs = seeded_grad_outputs(reference, context.generator(Salt.BACKWARD_GRAD_OUTPUTS))
-        with user_code("backward"):
-            found = torch.autograd.grad(
-                [outputs[i] for i in selected],
-                [arguments[index] for index in wrt],
-                [grad_outputs[i] for i in selected],
-                allow_unused=True,
-            )
-        for index, gradient in zip(wrt, found, strict=True):
-            gradients[index] = gradient
-    return Run(outputs, tuple(gradients))
+        wrt = differentiable_indices(arguments)
+        reference = eager.outputs if eager is not None else outputs
+        selected = [index for index, _ in differentiable_outputs(reference)]
+        if not (wrt and selected):
+            return Run(arguments, outputs, gradients=dict.fromkeys(wrt))
+        salt = Salt.BACKWARD_GRAD_OUTPUTS  # the backward check's grad_outputs
+        grad_outputs = seeded_grad_outputs(reference, context.generator(salt))
+        pairs = [(outputs[i], grad_outputs[i]) for i in selected]
+        gradients = autograd_gradients(pairs, arguments, wrt)
+        return Run(arguments, outputs, tuple(grad_outputs), gradients)
 
 
 def _differences(context: CaseContext, check: str, eager: Run, traced: Run) -> list[Result]:
@@ -160,9 +144,8 @@ def _differences(context: CaseContext, check: str, eager: Run, traced: Run) -> l
             problems.append(
                 _finding(context, check, problem, f"output {index}", output_index=index)
             )
-    for index, (compiled, reference) in enumerate(
-        zip(traced.gradients, eager.gradients, strict=True)
-    ):
+    for index in sorted(eager.gradients.keys() | traced.gradients.keys()):
+        compiled, reference = traced.gradients.get(index), eager.gradients.get(index)
         if compiled is None and reference is None:
             continue
         compiled_value = _or_zeros(compiled, reference)

@@ -6,28 +6,27 @@ localized by group testing (`numerics/localizer.py`) instead of full second-orde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from gradverify.checks.shared.case import CaseContext, crash_result
-from gradverify.checks.shared.jacobian_verdicts import Blocks, assess, kink_warning, noise_hint
+from gradverify.checks.shared.jacobian_verdicts import Assessment, Blocks, noise_hint
+from gradverify.checks.shared.localized_complaint import (
+    Localization,
+    full_localization,
+    localize_complaint,
+    randomized_localization,
+)
 from gradverify.checks.shared.modes import (
     float64_case,
-    held_masks,
     nothing_to_check,
     randomized_kink_warning,
     search_notes,
     second_order_problem,
 )
-from gradverify.checks.shared.torch_gradcheck import (
-    explain_other_failure,
-    held_fixed_verdict,
-    parse_mismatch,
-    second_order,
-    torch_complaint,
-)
+from gradverify.checks.shared.torch_gradcheck import parse_mismatch, second_order, torch_complaint
 from gradverify.inputs import differentiable_indices
 from gradverify.numerics.compare import Comparison
 from gradverify.numerics.complex_parts import NO_PARTS, Parts
@@ -37,9 +36,8 @@ from gradverify.numerics.jacobian import (
     differentiable_outputs,
     numerical_jacobian,
 )
-from gradverify.numerics.kinks import hold_fixed, kink_masks
 from gradverify.numerics.localization import Examination, Problem
-from gradverify.numerics.localizer import Localizer
+from gradverify.numerics.localizer import examine_all
 from gradverify.numerics.noise import rounding_hint
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
@@ -80,7 +78,7 @@ class GradgradcheckCheck:
                     context.result(self.id, Status.SKIP, "no output is differentiable", notes=notes)
                 ]
             call = context.target.call
-            failure = self._gradgradcheck(context, call, arguments, grad_outputs, fast)
+            failure = torch_complaint(context, self.id, call, arguments, grad_outputs, fast)
             if failure is None and fast:
                 # torch's fast mode sums allowances over every entry (see numerics/localizer.py)
                 # and misses wrong entries in large inputs; our projections look again.
@@ -94,11 +92,7 @@ class GradgradcheckCheck:
                     else ""
                 )
                 return [context.result(self.id, Status.PASS, passed, notes=notes)]
-            if fast:
-                return self._randomized_failure(
-                    context, failure, arguments, wrt, grad_outputs, notes
-                )
-            return self._failure(context, failure, arguments, wrt, grad_outputs, notes)
+            return self._failure(context, failure, arguments, wrt, grad_outputs, notes, fast)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
 
@@ -121,19 +115,6 @@ class GradgradcheckCheck:
             for _, o in differentiable_outputs(outputs)
         ]
 
-    def _gradgradcheck(
-        self,
-        context: CaseContext,
-        call: Callable[..., Any],
-        arguments: tuple[Any, ...],
-        grad_outputs: list[torch.Tensor],
-        fast_mode: bool = False,
-    ) -> str | None:
-        """torch's gradgradcheck: None if it passes, else its failure message."""
-        return torch_complaint(
-            context, "gradgradcheck", call, arguments, grad_outputs, fast_mode=fast_mode
-        )
-
     def _failure(
         self,
         context: CaseContext,
@@ -142,105 +123,46 @@ class GradgradcheckCheck:
         wrt: list[int],
         grad_outputs: list[torch.Tensor],
         notes: tuple[str, ...],
+        fast: bool,
     ) -> list[Result]:
+        """torch's complaint localized: by full second-order Jacobians, or in randomized mode
+        by group testing on random projections."""
         hint = self._hint(context)
-        if parse_mismatch(message) is None:
-            text, other_hint = explain_other_failure(message)
-            return [
-                context.result(
-                    self.id,
-                    Status.FAIL,
-                    f"gradgradcheck: {text}",
-                    hint=other_hint or hint,
-                    notes=notes,
-                )
-            ]
-        blocks, positions = second_order_blocks(context, arguments, wrt, grad_outputs)
-        assessments = {p: assess(context, p, blocks) for p in positions}
-        failing = [p for p in positions if not assessments[p].comparison.ok]
-        if failing:
-            hints = {
-                p: noise_hint(assessments[p].comparison, assessments[p].noise, "backward") or hint
-                for p in failing
-            }  # lost precision in backward, when every entry off is its rounding noise
-            return [
-                self._mismatch(
-                    context, p, blocks, len(arguments), assessments[p].comparison, hints[p], notes
-                )
-                for p in failing
-            ]
-        kinks = {p: a.kinks for p, a in assessments.items() if p < len(arguments)}
-        masks = blocks.parts.user_masks(kink_masks(kinks, blocks.arguments), arguments)
-        if not masks:  # our own comparison cannot reproduce torch's complaint
-            return [
-                context.result(
-                    self.id,
-                    Status.FAIL,
-                    f"gradgradcheck: {message.splitlines()[0]}",
-                    hint=hint,
-                    notes=notes,
-                )
-            ]
-        held = hold_fixed(context.target.call, arguments, masks)
-        again = self._gradgradcheck(context, held, arguments, grad_outputs)
 
-        def warnings(held_note: tuple[str, ...]) -> list[Result]:
-            return [
-                kink_warning(context, self.id, p, blocks, assessments[p].admitted,
-                             assessments[p].comparison, held_note)
-                for p in masks
-            ]  # fmt: skip
+        def full() -> Localization:
+            blocks, positions = second_order_blocks(context, arguments, wrt, grad_outputs)
 
-        return held_fixed_verdict(context, self.id, again, notes, warnings, hint)
+            def failure(position: int, found: Assessment) -> Result:
+                # lost precision in backward, when every entry off is its rounding noise
+                said = noise_hint(found.comparison, found.noise, "backward") or hint
+                return self._mismatch(
+                    context, position, blocks, len(arguments), found.comparison, said, notes
+                )
 
-    def _randomized_failure(
-        self,
-        context: CaseContext,
-        message: str,
-        arguments: tuple[Any, ...],
-        wrt: list[int],
-        grad_outputs: list[torch.Tensor],
-        notes: tuple[str, ...],
-    ) -> list[Result]:
-        """As `_failure`, with group testing on random projections for full Jacobians."""
-        hint = self._hint(context)
-        headline = context.result(
-            self.id, Status.FAIL, f"gradgradcheck: {message.splitlines()[0]}", hint=hint,
-            notes=notes,
-        )  # fmt: skip
-        if parse_mismatch(message) is None:
-            text, other_hint = explain_other_failure(message)
-            return [context.result(
-                self.id, Status.FAIL, f"gradgradcheck: {text}", hint=other_hint or hint,
+            return full_localization(context, self.id, blocks, positions, arguments, failure)
+
+        def randomized() -> Localization | None:
+            problem = second_order_problem(context, arguments, wrt, grad_outputs)
+            if problem is None:
+                return None
+            return randomized_localization(
+                context, self.id, problem, arguments,
+                lambda exam: self._randomized_mismatch(
+                    context, problem, exam, len(arguments), hint, notes
+                ),
+                exhausted_anywhere=True,
+            )  # fmt: skip
+
+        headline = None
+        if parse_mismatch(message) is not None:
+            headline = context.result(
+                self.id, Status.FAIL, f"gradgradcheck: {message.splitlines()[0]}", hint=hint,
                 notes=notes,
-            )]  # fmt: skip
-        problem = second_order_problem(context, arguments, wrt, grad_outputs)
-        if problem is None:
-            return [headline]
-        localizer = Localizer(problem, context.generator)
-        exams = {p: localizer.examine(p) for p in problem.positions}
-        failing = [p for p in problem.positions if exams[p].wrong]
-        if failing:
-            return [
-                self._randomized_mismatch(context, problem, exams[p], len(arguments), hint, notes)
-                for p in failing
-            ]
-        masks = problem.parts.user_masks(held_masks(exams, problem.values), arguments)
-        if not masks:  # group testing cannot reproduce torch's complaint
-            return [headline]
-        held = hold_fixed(context.target.call, arguments, masks)
-        again = self._gradgradcheck(context, held, arguments, grad_outputs, True)
-        exhausted = any(exam.exhausted for exam in exams.values())
-
-        def warnings(held_note: tuple[str, ...]) -> list[Result]:
-            return [
-                randomized_kink_warning(context, self.id, problem, exams[p], held_note)
-                for p in masks
-            ]
-
-        return held_fixed_verdict(
-            context, self.id, again, notes, warnings, hint, exhausted=exhausted
-        )
+            )  # fmt: skip
+        return localize_complaint(
+            context, self.id, message, headline, randomized if fast else full, arguments, notes,
+            grad_outputs, fast, hint,
+        )  # fmt: skip
 
     def _randomized_search(
         self,
@@ -255,8 +177,7 @@ class GradgradcheckCheck:
         problem = second_order_problem(context, arguments, wrt, grad_outputs)
         if problem is None:
             return []
-        localizer = Localizer(problem, context.generator)
-        exams = [localizer.examine(p) for p in problem.positions]
+        exams = list(examine_all(problem, context.generator).values())
         found = (*notes, "torch.autograd.gradgradcheck (fast_mode) passed; our projections did not")
         hint = self._hint(context)
         wrong = [

@@ -422,3 +422,12 @@ def _score(discrepancy: float, cumulative: torch.Tensor, low: int, high: int) ->
         return math.inf
     allowance = math.sqrt(max(float(cumulative[high] - cumulative[low]), 0.0))
     return abs(discrepancy) / max(allowance, 1e-300)
+
+
+def examine_all(
+    problem: Problem, generator: Callable[[int], torch.Generator], search: bool = True
+) -> dict[int, Examination]:
+    """Every position of `problem` examined in turn by one Localizer (which shares its
+    projections and what it learns between them)."""
+    localizer = Localizer(problem, generator)
+    return {position: localizer.examine(position, search) for position in problem.positions}

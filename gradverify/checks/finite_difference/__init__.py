@@ -26,7 +26,7 @@ from gradverify.checks.shared.modes import (
 )
 from gradverify.checks.shared.real_case import realify
 from gradverify.inputs import differentiable_indices, fresh_copies
-from gradverify.numerics.localizer import Localizer
+from gradverify.numerics.localizer import examine_all
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError
 
@@ -90,9 +90,8 @@ def randomized_run(
         problem = first_order_problem(context, arguments, wrt)
         if problem is None:
             return [context.result(check, Status.SKIP, "no output is differentiable", notes=notes)]
-        localizer = Localizer(problem, context.generator)
         approximate = context.spec.gradient == "approximate"
-        exams = [localizer.examine(index, search=not approximate) for index in wrt]
+        exams = examine_all(problem, context.generator, search=not approximate).values()
     except UserCodeError as error:
         return [crash_result(context, check, error)]
     if approximate:

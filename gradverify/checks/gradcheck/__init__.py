@@ -19,30 +19,22 @@ from gradverify.checks.shared.case import (
     CaseContext,
     crash_result,
 )
-from gradverify.checks.shared.jacobian_verdicts import (
-    assess,
-    jacobian_blocks,
-    kink_warning,
-    mismatch_failure,
+from gradverify.checks.shared.jacobian_verdicts import jacobian_blocks, mismatch_failure
+from gradverify.checks.shared.localized_complaint import (
+    Localization,
+    full_localization,
+    localize_complaint,
+    randomized_localization,
 )
 from gradverify.checks.shared.modes import (
     first_order_problem,
     float64_case,
-    held_masks,
     nothing_to_check,
     randomized_failure,
-    randomized_kink_warning,
 )
 from gradverify.checks.shared.real_case import realify
-from gradverify.checks.shared.torch_gradcheck import (
-    explain_other_failure,
-    held_fixed_verdict,
-    parse_mismatch,
-    torch_complaint,
-)
+from gradverify.checks.shared.torch_gradcheck import parse_mismatch, torch_complaint
 from gradverify.inputs import differentiable_indices
-from gradverify.numerics.kinks import hold_fixed, kink_masks
-from gradverify.numerics.localizer import Localizer
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError
 
@@ -69,41 +61,9 @@ class GradcheckCheck:
             if failure is None:
                 passed = "torch.autograd.gradcheck passed" + (" (fast_mode)" if fast else "")
                 return [context.result(self.id, Status.PASS, passed, notes=notes)]
-            if fast:
-                return self._randomized_failure(context, failure, arguments, wrt, notes)
-            return self._failure(context, failure, arguments, wrt, notes)
+            return self._failure(context, failure, arguments, wrt, notes, fast)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
-
-    def _headline(
-        self,
-        context: CaseContext,
-        message: str,
-        wrt: list[int],
-        notes: tuple[str, ...],
-        fast: bool,
-    ) -> tuple[Result, bool]:
-        """torch's complaint as a failure, and whether it is a Jacobian mismatch to localize."""
-        mismatch = parse_mismatch(message)
-        if mismatch is None or mismatch.input >= len(wrt):
-            text, hint = explain_other_failure(message)
-            return context.result(
-                self.id, Status.FAIL, f"gradcheck: {text}", hint=hint, notes=notes
-            ), False
-        index = wrt[mismatch.input]
-        what = (
-            "gradcheck (fast_mode): mismatch of the projected Jacobian vᵀJu for"
-            if fast
-            else "gradcheck: Jacobian mismatch for"
-        )
-        part = f", the {mismatch.part} part of complex outputs" if mismatch.part else ""
-        headline = context.result(
-            self.id, Status.FAIL,
-            f"{what} {context.describe_argument(index)} (torch's output {mismatch.output}, "
-            f"input {mismatch.input}{part})",
-            input_index=index, notes=notes,
-        )  # fmt: skip
-        return headline, True
 
     def _failure(
         self,
@@ -112,72 +72,65 @@ class GradcheckCheck:
         arguments: tuple[Any, ...],
         wrt: list[int],
         notes: tuple[str, ...],
+        fast: bool,
     ) -> list[Result]:
-        headline, is_mismatch = self._headline(context, message, wrt, notes, fast=False)
-        if not is_mismatch:
-            return [headline]
-        # Localized as torch checks complex values: through their real and imaginary parts.
-        real = realify(context, arguments, wrt)
-        blocks = jacobian_blocks(real.context, real.arguments, wrt, parts=real.parts)
-        if blocks is None:
-            return [headline]
-        assessments = {i: assess(real.context, i, blocks) for i in wrt}
-        failing = [i for i in wrt if not assessments[i].comparison.ok]
-        if failing:
-            return [
-                mismatch_failure(real.context, self.id, i, blocks, assessments[i].comparison,
-                                 assessments[i].kinks, notes, assessments[i].noise)
-                for i in failing
-            ]  # fmt: skip
-        kinks = {i: a.kinks for i, a in assessments.items()}
-        masks = real.parts.user_masks(kink_masks(kinks, real.arguments), arguments)
-        if not masks:  # our own comparison cannot reproduce torch's complaint
-            return [headline]
-        again = run_gradcheck(context, hold_fixed(context.target.call, arguments, masks), arguments)
+        """torch's complaint localized: by full Jacobians, or in randomized mode by group
+        testing on random projections."""
 
-        def warnings(held: tuple[str, ...]) -> list[Result]:
-            return [
-                kink_warning(context, self.id, i, blocks, assessments[i].admitted,
-                             assessments[i].comparison, held)
-                for i in masks
-            ]  # fmt: skip
+        def full() -> Localization | None:
+            # Localized as torch checks complex values: through their real and imaginary parts.
+            real = realify(context, arguments, wrt)
+            blocks = jacobian_blocks(real.context, real.arguments, wrt, parts=real.parts)
+            if blocks is None:
+                return None
+            return full_localization(
+                context, self.id, blocks, wrt, arguments,
+                lambda i, found: mismatch_failure(
+                    real.context, self.id, i, blocks, found.comparison, found.kinks, notes,
+                    found.noise,
+                ),
+            )  # fmt: skip
 
-        return held_fixed_verdict(context, self.id, again, notes, warnings)
+        def randomized() -> Localization | None:
+            problem = first_order_problem(context, arguments, wrt)
+            if problem is None:
+                return None
+            return randomized_localization(
+                context, self.id, problem, arguments,
+                lambda exam: randomized_failure(context, self.id, problem, exam, notes),
+            )  # fmt: skip
 
-    def _randomized_failure(
+        headline = self._headline(context, message, wrt, notes, fast)
+        return localize_complaint(
+            context, self.id, message, headline, randomized if fast else full, arguments, notes,
+            fast=fast,
+        )  # fmt: skip
+
+    def _headline(
         self,
         context: CaseContext,
         message: str,
-        arguments: tuple[Any, ...],
         wrt: list[int],
         notes: tuple[str, ...],
-    ) -> list[Result]:
-        """As `_failure`, with group testing on random projections for full Jacobians."""
-        headline, is_mismatch = self._headline(context, message, wrt, notes, fast=True)
-        if not is_mismatch:
-            return [headline]
-        problem = first_order_problem(context, arguments, wrt)
-        if problem is None:
-            return [headline]
-        localizer = Localizer(problem, context.generator)
-        exams = {i: localizer.examine(i) for i in wrt}
-        failing = [i for i in wrt if exams[i].wrong]
-        if failing:
-            return [randomized_failure(context, self.id, problem, exams[i], notes) for i in failing]
-        masks = problem.parts.user_masks(held_masks(exams, problem.values), arguments)
-        if not masks:  # group testing cannot reproduce torch's complaint
-            return [headline]
-        held = hold_fixed(context.target.call, arguments, masks)
-        again = run_gradcheck(context, held, arguments, fast_mode=True)
-        exhausted = any(exams[i].exhausted for i in masks)
-
-        def warnings(held_note: tuple[str, ...]) -> list[Result]:
-            return [
-                randomized_kink_warning(context, self.id, problem, exams[i], held_note)
-                for i in masks
-            ]
-
-        return held_fixed_verdict(context, self.id, again, notes, warnings, exhausted=exhausted)
+        fast: bool,
+    ) -> Result | None:
+        """torch's complaint as a failure, when it is a Jacobian mismatch to localize."""
+        mismatch = parse_mismatch(message)
+        if mismatch is None or mismatch.input >= len(wrt):
+            return None
+        index = wrt[mismatch.input]
+        what = (
+            "gradcheck (fast_mode): mismatch of the projected Jacobian vᵀJu for"
+            if fast
+            else "gradcheck: Jacobian mismatch for"
+        )
+        part = f", the {mismatch.part} part of complex outputs" if mismatch.part else ""
+        return context.result(
+            self.id, Status.FAIL,
+            f"{what} {context.describe_argument(index)} (torch's output {mismatch.output}, "
+            f"input {mismatch.input}{part})",
+            input_index=index, notes=notes,
+        )  # fmt: skip
 
 
 def run_gradcheck(

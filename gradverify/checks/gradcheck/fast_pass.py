@@ -23,7 +23,7 @@ from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.modes import first_order_problem, randomized_failure
 from gradverify.checks.shared.torch_gradcheck import torch_complaint
 from gradverify.numerics.localization import Entry, Problem
-from gradverify.numerics.localizer import Localizer
+from gradverify.numerics.localizer import examine_all
 from gradverify.results import Result, Status
 
 MISSED = (
@@ -46,8 +46,7 @@ def look_again(
     problem = first_order_problem(context, arguments, wrt)
     if problem is None:
         return []
-    localizer = Localizer(problem, context.generator)
-    exams = [localizer.examine(index) for index in wrt]
+    exams = examine_all(problem, context.generator).values()
     results = []
     for exam in (exam for exam in exams if exam.wrong):
         found = randomized_failure(context, check, problem, exam, notes)

@@ -11,13 +11,18 @@ turns it off, not the variant.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal
 
 import torch
 
 from gradverify.checks.layouts.wasted_work import computes_unneeded_gradient, wasted_work_warning
-from gradverify.checks.shared.backward_call import seeded_grad_outputs
+from gradverify.checks.shared.backward_call import (
+    Run,
+    autograd_gradients,
+    same_random_numbers,
+    seeded_grad_outputs,
+)
 from gradverify.checks.shared.case import (
     CaseContext,
     crash_result,
@@ -28,7 +33,7 @@ from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.jacobian import unravel
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
-from gradverify.usercode import UserCodeError, call_forward, user_code
+from gradverify.usercode import UserCodeError, call_forward
 
 VariantKind = Literal["non_contiguous", "requires_grad_off"]
 NON_CONTIGUOUS: Final = "non_contiguous"
@@ -44,16 +49,6 @@ class Variant:
 
     kind: VariantKind
     input_index: int
-
-
-@dataclass(frozen=True)
-class Run:
-    """Outputs and gradients (by argument index, for the arguments that require grad)."""
-
-    arguments: tuple[Any, ...]
-    outputs: tuple[Any, ...]
-    grad_outputs: tuple[torch.Tensor | None, ...]
-    gradients: dict[int, torch.Tensor | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -213,8 +208,7 @@ def _run(
     The RNG is reseeded for every run, so that a Function drawing random numbers draws the
     same ones in the baseline and in each variant.
     """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed((context.seed + seed_offset) % (2**63))
+    with same_random_numbers(context.seed + seed_offset):
         outputs = call_forward(context.target.call, arguments)
         if grad_outputs is None:
             grad_outputs = seeded_grad_outputs(
@@ -230,27 +224,14 @@ def _gradients(
     wrt = differentiable_indices(arguments)
     # Outputs that differ in shape or dtype from the baseline are reported by the comparison.
     pairs = [
-        (output, grad)
+        (output, grad.clone())
         for output, grad in zip(outputs, grad_outputs, strict=False)
         if isinstance(output, torch.Tensor)
         and output.requires_grad
         and grad is not None
         and (output.shape, output.dtype) == (grad.shape, grad.dtype)
     ]
-    if not wrt or not pairs:
-        return dict.fromkeys(wrt)
-    with user_code("backward"):
-        grads = torch.autograd.grad(
-            [output for output, _ in pairs],
-            [arguments[index] for index in wrt],
-            [grad.clone() for _, grad in pairs],
-            retain_graph=True,
-            allow_unused=True,
-        )
-    return {
-        index: grad.detach() if grad is not None else None
-        for index, grad in zip(wrt, grads, strict=True)
-    }
+    return autograd_gradients(pairs, arguments, wrt, retain_graph=True)
 
 
 def _first_difference(context: CaseContext, baseline: Run, run: Run) -> Difference | None:
@@ -265,22 +246,15 @@ def _first_difference(context: CaseContext, baseline: Run, run: Run) -> Differen
             )
             if difference is not None:
                 return difference
-    for index, got in run.gradients.items():
-        argument = run.arguments[index]
-        expected = _or_zeros(baseline.gradients.get(index), argument)
+    for index in run.gradients:
         what = f"gradient of {context.describe_argument(index)}"
         # The element indexes this argument's gradient, so the result names this argument.
         difference = _tensor_difference(
-            context, what, expected, _or_zeros(got, argument), input_index=index
+            context, what, baseline.gradient(index), run.gradient(index), input_index=index
         )
         if difference is not None:
             return difference
     return None
-
-
-def _or_zeros(grad: torch.Tensor | None, argument: torch.Tensor) -> torch.Tensor:
-    """An unused argument's gradient (None) is zero."""
-    return grad if grad is not None else torch.zeros_like(argument).detach()
 
 
 def _tensor_difference(

@@ -34,6 +34,7 @@ from gradverify.checks.reference.low_precision import (
     dtype_name,
     tolerance_finding,
 )
+from gradverify.checks.shared.backward_call import Run, autograd_gradients
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
@@ -47,16 +48,6 @@ from gradverify.usercode import UserCodeError, user_code
 
 _REAL_PART = {torch.complex32: torch.float16, torch.complex64: torch.float32}
 _FIX_FORWARD_FIRST = "the forward already differs from the reference: fix that first"
-
-
-@dataclass(frozen=True)
-class Run:
-    """One implementation on its own copies of the arguments."""
-
-    arguments: tuple[Any, ...]
-    outputs: tuple[Any, ...]
-    gradients: dict[int, torch.Tensor]  # argument index -> gradient (zeros where None)
-    unreached: frozenset[int] = frozenset()  # arguments autograd found no path to
 
 
 @dataclass(frozen=True)
@@ -170,7 +161,7 @@ def _forward(
     torch.manual_seed(context.seed)
     with user_code(phase):
         outputs = call(*arguments)
-    return Run(arguments, outputs if isinstance(outputs, tuple) else (outputs,), {})
+    return Run(arguments, outputs if isinstance(outputs, tuple) else (outputs,))
 
 
 def _same_structure(function: Sequence[Any], reference: Sequence[Any], who: str) -> None:
@@ -221,21 +212,8 @@ def _with_gradients(
         for index, seed in seeds.items()
         if run.outputs[index].requires_grad
     ]
-    grads: Sequence[torch.Tensor | None] = [None] * len(wrt)
-    if pairs and wrt:
-        with user_code(phase):
-            grads = torch.autograd.grad(
-                [output for output, _ in pairs],
-                [run.arguments[index] for index in wrt],
-                [seed for _, seed in pairs],
-                allow_unused=True,
-            )
-    gradients = {
-        index: (grad if grad is not None else torch.zeros_like(run.arguments[index])).detach()
-        for index, grad in zip(wrt, grads, strict=True)
-    }
-    unreached = frozenset(index for index, grad in zip(wrt, grads, strict=True) if grad is None)
-    return dataclasses.replace(run, gradients=gradients, unreached=unreached)
+    gradients = autograd_gradients(pairs, run.arguments, wrt, phase)
+    return dataclasses.replace(run, gradients=gradients)
 
 
 def _items(context: CaseContext, function: Run, reference: Run, truth: Run | None) -> list[Item]:
@@ -253,13 +231,13 @@ def _items(context: CaseContext, function: Run, reference: Run, truth: Run | Non
     return items + [
         Item(
             f"gradient of {context.describe_argument(index)}",
-            gradient,
-            reference.gradients[index],
-            truth.gradients[index] if truth is not None else None,
+            function.gradient(index),
+            reference.gradient(index),
+            truth.gradient(index) if truth is not None else None,
             input_index=index,
-            reference_unreached=index in reference.unreached,
+            reference_unreached=reference.gradients[index] is None,
         )
-        for index, gradient in function.gradients.items()
+        for index in function.gradients
     ]
 
 

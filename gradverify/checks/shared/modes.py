@@ -20,7 +20,7 @@ a second per check and names every wrong entry, so it stays the default there.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -270,25 +270,6 @@ def _near_kinks_warning(
         "is a valid subgradient at each; random projections of the rest match",
         notes=(*notes, *search_notes(exam)),
     )  # fmt: skip
-
-
-def held_masks(
-    exams: Mapping[int, Examination], arguments: Sequence[Any]
-) -> dict[int, torch.Tensor]:
-    """Bool masks, shaped like each argument, of every element found at a kink where backward
-    gives a valid subgradient: the elements torch's checkers run again with, held fixed."""
-    masks: dict[int, torch.Tensor] = {}
-    for position, exam in exams.items():
-        if position >= len(arguments):
-            continue
-        columns = [entry.column for entry in exam.excused]
-        if not columns and not exam.near.numel():
-            continue
-        mask = torch.zeros(arguments[position].numel(), dtype=torch.bool)
-        mask[torch.tensor(columns, dtype=torch.long)] = True
-        mask[exam.near] = True
-        masks[position] = mask.reshape(arguments[position].shape)
-    return masks
 
 
 def search_notes(exam: Examination) -> tuple[str, ...]:

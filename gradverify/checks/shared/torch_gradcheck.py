@@ -20,7 +20,6 @@ from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.real_case import realify
 from gradverify.numerics.complex_parts import Parts, pairs_of, second_order_parts
 from gradverify.numerics.jacobian import OutputLayout, Selection
-from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward, user_code
 
 _MISMATCH = re.compile(
@@ -124,36 +123,6 @@ def first_order_grads(
         return [(index, g) for index, g in zip(wrt, produced, strict=True) if g is not None]
 
     return grads
-
-
-def held_fixed_verdict(
-    context: CaseContext,
-    check: str,
-    again: str | None,
-    notes: tuple[str, ...],
-    warnings: Callable[[tuple[str, ...]], list[Result]],
-    hint: str | None = None,
-    exhausted: bool = False,
-) -> list[Result]:
-    """After torch's checker ran again with the kinks held fixed: `again` is its complaint.
-
-    Still failing is a fail, whatever the kinks; passing leaves only the kink warnings. When
-    group testing ran out of its budget (`exhausted`) there may be kinks it never reached:
-    still failing is then a warning that says so, never a fail of admitted kinks.
-    """
-    if again is not None and exhausted:
-        text, _ = explain_other_failure(again)
-        note = (
-            f"{check} still fails with the non-differentiable elements found held fixed "
-            f"({text}), but group testing stopped after its budget of searches: kinks it "
-            "never reached may explain the rest"
-        )
-        return warnings((*notes, note))
-    if again is not None:
-        text, other_hint = explain_other_failure(again)
-        message = f"{check} fails even with the non-differentiable elements held fixed: {text}"
-        return [context.result(check, Status.FAIL, message, hint=other_hint or hint, notes=notes)]
-    return warnings((*notes, f"{check} passes with the non-differentiable elements held fixed"))
 
 
 def gradient_selection(
