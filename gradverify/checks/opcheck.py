@@ -102,7 +102,7 @@ class OpcheckCheck:
         return results
 
     def _failure(self, context: CaseContext, test: str, error: Any) -> Result:
-        reason, hint = explain(test, error, context.target)
+        reason, hint = explain_failed_test(test, error, context.target)
         source_file, source_line = _where(context, test, error)
         return context.result(
             self.id,
@@ -134,7 +134,7 @@ def _said_before(context: CaseContext, error: Any) -> str | None:
 
 def _with_followup(fake: Result, error: Any, target: Target) -> Result:
     """test_faketensor's failure, saying that test_aot_dispatch_dynamic fails after it."""
-    reason, _ = explain(FOLLOWS_FAKE, error, target)
+    reason, _ = explain_failed_test(FOLLOWS_FAKE, error, target)
     raised_at = _user_line(error)
     where = f" (at {Path(raised_at[0]).name}:{raised_at[1]})" if raised_at else ""
     note = (
@@ -151,7 +151,7 @@ def _torch_said(error: Any, reason: str) -> tuple[str, ...]:
     return () if said == reason or " " not in said else (f"torch: {said}",)
 
 
-def explain(test: str, error: Any, target: Target) -> tuple[str, str]:
+def explain_failed_test(test: str, error: Any, target: Target) -> tuple[str, str]:
     """torch's reason for a failing test in plain words, and the likely fix."""
     message = _message(error)
     output = _OUTPUT.search(message)

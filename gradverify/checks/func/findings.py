@@ -1,6 +1,6 @@
 """How `func` says what it found: one failure per argument, in plain words, with its cause.
 
-A Finding is one transform's worst disagreement with finite differences; func_judge decides
+A TransformFinding is one transform's worst disagreement with finite differences; func_judge decides
 whether it is the transform's own error, backward's error inherited, or a backward that does
 not scale with grad_output, and the functions here word each kind.
 """
@@ -29,7 +29,7 @@ _CAUSES = {
 
 
 @dataclass(frozen=True)
-class Finding:
+class TransformFinding:
     """One transform's worst disagreement with finite differences for one argument."""
 
     transform: str
@@ -43,7 +43,9 @@ class Finding:
     part: str = ""  # for complex values: which part of which (complex_parts.Parts.entry_words)
 
 
-def own_failure(context: CaseContext, check: str, index: int, findings: list[Finding]) -> Result:
+def own_failure(
+    context: CaseContext, check: str, index: int, findings: list[TransformFinding]
+) -> Result:
     """One failure for every transform that gets argument `index` wrong on its own,
     shown at the most precise finding (an entry of a full Jacobian, if any)."""
     precise = [f for f in findings if f.transform not in PROJECTED] or findings
@@ -75,7 +77,9 @@ def own_failure(context: CaseContext, check: str, index: int, findings: list[Fin
     )  # fmt: skip
 
 
-def nonlinear_failure(context: CaseContext, check: str, index: int, finding: Finding) -> Result:
+def nonlinear_failure(
+    context: CaseContext, check: str, index: int, finding: TransformFinding
+) -> Result:
     """backward ignores (or does not scale with) grad_output for argument `index`."""
     gradcheck_failed = any(r.check == "gradcheck" and r.failed for r in context.earlier)
     message = (
@@ -99,7 +103,7 @@ def nonlinear_failure(context: CaseContext, check: str, index: int, finding: Fin
 
 
 def inherited_failure(
-    context: CaseContext, check: str, index: int, findings: list[Finding]
+    context: CaseContext, check: str, index: int, findings: list[TransformFinding]
 ) -> Result:
     """The transforms give backward's gradient of argument `index`, and backward is wrong."""
     first = findings[0]
@@ -130,7 +134,7 @@ def inherited_failure(
     )
 
 
-def where(finding: Finding) -> str:
+def where(finding: TransformFinding) -> str:
     """Where a finding lies: the element (and output element), or the projection."""
     if finding.element is None:
         weighting = "wᵀJu" if finding.transform == GRAD else "vᵀJu"
@@ -158,7 +162,7 @@ def _weighting_note(transform: str) -> tuple[str, ...]:
     return ()
 
 
-def _own_hint(names: list[str], shown: Finding, atol: float, rtol: float) -> str:
+def _own_hint(names: list[str], shown: TransformFinding, atol: float, rtol: float) -> str:
     """The likely cause, from which transforms depart from backward."""
     backward = shown.backward if shown.backward is not None else float("nan")
     if abs(backward - shown.numerical) <= atol + rtol * abs(shown.numerical):

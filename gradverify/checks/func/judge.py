@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from gradverify.checks.func.findings import (
-    Finding,
+    TransformFinding,
     inherited_failure,
     nonlinear_failure,
     own_failure,
@@ -47,11 +47,11 @@ class Judge:
         self.parts = parts  # complex arguments and outputs seen as (real, imaginary) pairs
         self.selection, self.transforms, self.randomized = selection, transforms, randomized
         self.notes: list[str] = []
-        self.inherited: dict[int, list[Finding]] = {}  # backward's own error, by argument
-        self.own: dict[int, list[Finding]] = {}  # the transforms' own errors, by argument
+        self.inherited: dict[int, list[TransformFinding]] = {}  # backward's own error, by argument
+        self.own: dict[int, list[TransformFinding]] = {}  # the transforms' own errors, by argument
         # backward not linear in grad_output (it ignores it, say): finite_difference's one-hot
         # grad_outputs cannot see that, grad's and vjp's random weightings do
-        self.nonlinear: dict[int, Finding] = {}
+        self.nonlinear: dict[int, TransformFinding] = {}
         self._numerical: dict[int, torch.Tensor] = {}
         self._backward: dict[int, torch.Tensor] | None = None
 
@@ -144,7 +144,7 @@ class Judge:
 
     def _finding(
         self, transform: str, index: int, comparison: Comparison, got: torch.Tensor
-    ) -> Finding:
+    ) -> TransformFinding:
         parts, column = self.parts, comparison.column
         element = parts.element(index, column, self.arguments[index].shape)
         output = None
@@ -156,13 +156,13 @@ class Judge:
             if not (elementwise and comparison.row == column):
                 output = (output_index, output_element)
         name = self.context.describe_argument(index)
-        return Finding(
+        return TransformFinding(
             transform, element, output, comparison.analytical, comparison.numerical,
             comparison.mismatched, comparison.total,
             part=parts.entry_words(name, index, column, row_part),
         )  # fmt: skip
 
-    def _inherit(self, index: int, finding: Finding) -> None:
+    def _inherit(self, index: int, finding: TransformFinding) -> None:
         """The transform gives backward's values: backward's verdict is the transform's."""
         earlier = [
             r for r in self.context.earlier
@@ -183,7 +183,7 @@ class Judge:
         self.inherited.setdefault(index, []).append(finding)
         return None
 
-    def _depart(self, index: int, finding: Finding, backward: float) -> None:
+    def _depart(self, index: int, finding: TransformFinding, backward: float) -> None:
         """The transform departs from backward and from finite differences: its own bug."""
         self.own.setdefault(index, []).append(replace(finding, backward=backward))
 
@@ -206,13 +206,15 @@ class Judge:
         if abs(value - numerical) <= atol + tol.rtol * abs(numerical):
             return None
         if not self._linear(transform, index):
-            self.nonlinear.setdefault(index, Finding(transform, None, None, value, numerical))
+            self.nonlinear.setdefault(
+                index, TransformFinding(transform, None, None, value, numerical)
+            )
             return None
         gradient = self._pullback(transform, index)
         backward = (
             0.0 if gradient is None else float((gradient.to(torch.float64) * direction).sum())
         )
-        finding = Finding(transform, None, None, value, numerical)
+        finding = TransformFinding(transform, None, None, value, numerical)
         if abs(value - backward) <= atol + tol.rtol * abs(backward):
             self._inherit(index, finding)
             return

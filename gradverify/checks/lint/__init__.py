@@ -36,7 +36,7 @@ from gradverify.usercode import UserCodeError
 
 
 @dataclass(frozen=True)
-class Finding:
+class RuleHit:
     """One pitfall: where it is and how bad; becomes one Result."""
 
     rule: str
@@ -96,7 +96,7 @@ class LintCheck:
         return [_result(context, self.id, finding, notes) for finding in findings]
 
 
-def _result(context: CaseContext, check: str, finding: Finding, notes: list[str]) -> Result:
+def _result(context: CaseContext, check: str, finding: RuleHit, notes: list[str]) -> Result:
     return context.result(
         check,
         finding.status,
@@ -139,14 +139,14 @@ def read_sources(function_class: Any) -> Sources:
     return sources
 
 
-def ctx_tensor_findings(sources: Sources, forward_run: ForwardRun) -> list[Finding]:
+def ctx_tensor_findings(sources: Sources, forward_run: ForwardRun) -> list[RuleHit]:
     """GV101: tensors found on the graph node, at the line that assigns them when it is found."""
     writer = sources.setup_context if sources.new_style else sources.forward
     findings = []
     for name, described in forward_run.tensor_attributes.items():
         line = ctx_assignments(writer, writer.first).get(name) if writer else None
         findings.append(
-            Finding(
+            RuleHit(
                 "GV101",
                 Status.WARN,
                 f"ctx.{name} holds {described}: kept on ctx instead of saved with "
@@ -158,7 +158,7 @@ def ctx_tensor_findings(sources: Sources, forward_run: ForwardRun) -> list[Findi
     return findings
 
 
-def data_findings(sources: Sources) -> list[Finding]:
+def data_findings(sources: Sources) -> list[RuleHit]:
     """GV102: `.data` in forward, setup_context or backward."""
     findings = []
     for method in (sources.forward, sources.setup_context, sources.backward):
@@ -167,7 +167,7 @@ def data_findings(sources: Sources) -> list[Finding]:
         ctx = None if method.name == "forward" and sources.new_style else method.first
         for line, code in data_uses(method, ctx):
             findings.append(
-                Finding(
+                RuleHit(
                     "GV102",
                     Status.WARN,
                     f"`{code}` in {method.name}: .data is invisible to autograd",
@@ -178,7 +178,7 @@ def data_findings(sources: Sources) -> list[Finding]:
     return findings
 
 
-def inplace_findings(sources: Sources) -> list[Finding]:
+def inplace_findings(sources: Sources) -> list[RuleHit]:
     """GV103: in-place writes in backward into grad_output or saved tensors."""
     backward = sources.backward
     if backward is None:
@@ -192,7 +192,7 @@ def inplace_findings(sources: Sources) -> list[Finding]:
         else:
             what = f"the saved tensor {write.tensor}"
         findings.append(
-            Finding(
+            RuleHit(
                 "GV103",
                 Status.WARN,
                 f"`{write.code}` in {backward.name} modifies {what} in place",
@@ -204,7 +204,7 @@ def inplace_findings(sources: Sources) -> list[Finding]:
     return findings
 
 
-def return_count_findings(context: CaseContext, sources: Sources) -> list[Finding]:
+def return_count_findings(context: CaseContext, sources: Sources) -> list[RuleHit]:
     """GV104: `return`s of backward with too few values, or extra values that are not None.
 
     Fewer values than this case's arguments, or an extra value certainly not None, crash the
@@ -236,11 +236,11 @@ def return_count_findings(context: CaseContext, sources: Sources) -> list[Findin
                 message += " (unless it is None at run time)"
         else:
             continue
-        findings.append(Finding("GV104", status, message, backward.file, returned.line))
+        findings.append(RuleHit("GV104", status, message, backward.file, returned.line))
     return findings
 
 
-def save_findings(context: CaseContext, sources: Sources, forward_run: ForwardRun) -> list[Finding]:
+def save_findings(context: CaseContext, sources: Sources, forward_run: ForwardRun) -> list[RuleHit]:
     """GV105: non-tensors given to save_for_backward; fail when forward crashes on them."""
     method = sources.setup_context if sources.new_style else sources.forward
     crash = (
@@ -260,7 +260,7 @@ def save_findings(context: CaseContext, sources: Sources, forward_run: ForwardRu
             what = _non_tensor(context, argument)
             if what is not None and method is not None:
                 findings.append(
-                    Finding(
+                    RuleHit(
                         "GV105",
                         status,
                         f"save_for_backward is given `{argument.code}`, {what}, which is not "
@@ -276,13 +276,13 @@ def save_findings(context: CaseContext, sources: Sources, forward_run: ForwardRu
     return findings
 
 
-def saved_write_findings(sources: Sources) -> list[Finding]:
+def saved_write_findings(sources: Sources) -> list[RuleHit]:
     """GV106: in-place changes in forward (setup_context) to tensors it already saved."""
     method = sources.setup_context if sources.new_style else sources.forward
     if method is None:
         return []
     return [
-        Finding(
+        RuleHit(
             "GV106",
             Status.WARN,
             f"`{found.write.code}` in {method.name} modifies {found.write.tensor} in place "
@@ -312,7 +312,7 @@ def _non_tensor(context: CaseContext, argument: SavedArgument) -> str | None:
     return f"{context.describe_argument(index)}, a {type(value).__name__} in this case"
 
 
-def _crash_finding(crash: UserCodeError, method: Method | None, calls: list[SaveCall]) -> Finding:
+def _crash_finding(crash: UserCodeError, method: Method | None, calls: list[SaveCall]) -> RuleHit:
     """forward crashed in save_for_backward on something the static rule could not judge."""
     message = f"forward raised TypeError: {crash.error}"
     line = calls[0].line if calls else (method.line if method else None)
@@ -321,4 +321,4 @@ def _crash_finding(crash: UserCodeError, method: Method | None, calls: list[Save
         arguments = calls[0].arguments
         if int(position.group(1)) < len(arguments):
             message += f" (`{arguments[int(position.group(1))].code}`)"
-    return Finding("GV105", Status.FAIL, message, method.file if method else None, line)
+    return RuleHit("GV105", Status.FAIL, message, method.file if method else None, line)

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.reference.low_precision import (
-    Finding,
+    PrecisionLoss,
     budget_finding,
     dtype_name,
     tolerance_finding,
@@ -277,7 +277,7 @@ def _judge(
     ]
 
 
-def _compare(context: CaseContext, item: Item, dtype: torch.dtype) -> Finding:
+def _compare(context: CaseContext, item: Item, dtype: torch.dtype) -> PrecisionLoss:
     if dtype == torch.float64:
         tol = context.tolerance
         return tolerance_finding(item.function, item.reference, tol.atol, tol.rtol)
@@ -290,7 +290,7 @@ def _failure(
     context: CaseContext,
     check: str,
     item: Item,
-    finding: Finding,
+    finding: PrecisionLoss,
     dtype: torch.dtype,
     forward_differs: bool,
     notes: tuple[str, ...],
@@ -327,7 +327,11 @@ def _failure(
 
 
 def _hint(
-    context: CaseContext, item: Item, finding: Finding, dtype: torch.dtype, forward_differs: bool
+    context: CaseContext,
+    item: Item,
+    finding: PrecisionLoss,
+    dtype: torch.dtype,
+    forward_differs: bool,
 ) -> str:
     """The likely cause, in plain words; each says "likely"."""
     index, low = item.input_index, dtype != torch.float64

@@ -19,7 +19,7 @@ from gradverify.numerics.jacobian import unravel
 
 
 @dataclass(frozen=True)
-class Finding:
+class PrecisionLoss:
     """How one item compares, and where it is worst."""
 
     ok: bool
@@ -38,7 +38,7 @@ class Finding:
 
 def tolerance_finding(
     function: torch.Tensor, reference: torch.Tensor, atol: float, rtol: float
-) -> Finding:
+) -> PrecisionLoss:
     """Element-wise |Function - reference| <= atol + rtol * |reference|."""
     ours, theirs = _widen(function, reference)
     error = _abs_error(ours, theirs)
@@ -55,7 +55,7 @@ def budget_finding(
     dtype: torch.dtype,
     k: float,
     floor_ulps: float,
-) -> Finding:
+) -> PrecisionLoss:
     """max |Function - truth| <= k * max |reference - truth| + floor_ulps * eps * max(1, |truth|)."""
     ours, truth = _widen(function, truth)
     theirs, _ = _widen(reference, truth)
@@ -103,14 +103,14 @@ def _finding(
     error: torch.Tensor,
     off: torch.Tensor,
     judged: torch.Tensor,
-) -> Finding:
+) -> PrecisionLoss:
     if error.numel() == 0:
-        return Finding(True, (), 0.0, 0.0, 0.0, None, 0, 0, off)
+        return PrecisionLoss(True, (), 0.0, 0.0, 0.0, None, 0, 0, off)
     # The worst element among those off, or the worst judged one when none is.
     ranked = torch.where(off if off.any() else judged, error, torch.full_like(error, -1.0))
     flat = int(torch.argmax(ranked.reshape(-1)).item())
     relevant = off & (theirs.abs() > 0)
-    return Finding(
+    return PrecisionLoss(
         ok=not bool(off.any()),
         element=unravel(flat, ours.shape),
         analytical=scalar(ours.reshape(-1)[flat]),
