@@ -113,6 +113,7 @@ def _simplest(item: TensorInput, current: float) -> Iterator[float]:
         return
     halves = (sign * (k + 0.5) for k in range(MAX_SIMPLE // 2) for sign in (1, -1))
     yield from (v for v in halves if inside(v))
+    yield from (low, high)  # the ends themselves, at last (before: strictly inside)
     for digits in (1, 2):
         if inside(round(current, digits)):
             yield round(current, digits)

@@ -18,10 +18,15 @@ MAX_VALUES = 64
 def case_snippet(case: Case, arguments: Sequence[Any], name: str) -> list[str]:
     """The lines of a case named `name` holding `arguments` (drawn tensors as `values`)."""
     inputs = [_input(item, argument) for item, argument in zip(case.inputs, arguments, strict=True)]
-    text = yaml.safe_dump(
-        [{"name": name, "inputs": inputs}], default_flow_style=None, sort_keys=False, width=100
-    )
-    return text.rstrip("\n").splitlines()
+    lines = [f"- name: {_flow(name)}", "  inputs:"]
+    lines.extend(f"    - {_flow(item)}" for item in inputs)
+    return lines
+
+
+def _flow(value: Any) -> str:
+    """`value` as one line of YAML, in the flow style specs write inputs in."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=float("inf"), sort_keys=False)
+    return text.strip().removesuffix("...").strip()
 
 
 def fits_in_values(argument: Any) -> bool:
