@@ -143,6 +143,19 @@ def check(
             callback=_positive_seconds,
         ),
     ] = None,
+    explore: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--explore",
+            metavar="N",
+            min=0,
+            max=10_000,
+            help="N further draws per case (new seeds, edge values, ties, both signs) searching "
+            "for an input that fails; a failure found is shrunk to a case to paste into the "
+            "spec [default: the spec's `explore:`, else 0].",
+            show_default=False,
+        ),
+    ] = None,
     jobs: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(
@@ -204,7 +217,7 @@ def check(
 
     options = RunOptions(
         seed=seed, isolation=isolation, jobs=jobs or 0, timeout=timeout,
-        mode=mode.value if mode else None, cache=cache,
+        mode=mode.value if mode else None, cache=cache, explore=explore,
     )  # fmt: skip
     scope = _Scope(
         all_files=all_files, changed_files=changed_files, jobs=jobs,

@@ -13,8 +13,11 @@ import torch
 from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext
+from gradverify.engine.explore import CHECK as EXPLORED_CHECK
+from gradverify.engine.explore import explore
 from gradverify.engine.folding import fold
 from gradverify.engine.off_kinks import settle_inputs
+from gradverify.inference.zeroconfig import CASE as INFERRED_CASE_NAME
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.memory import is_allocation_failure, out_of_memory, refusal
 from gradverify.results import Result, Status
@@ -88,6 +91,10 @@ def run_case(
                 observer.check_started(check_id)
             started = time.perf_counter()
             produced = _run_check(check_id, replace(context, earlier=tuple(results)))
+            if spec.explore and check_id == EXPLORED_CHECK:  # --explore N: more draws
+                explored = replace(context, earlier=tuple(results))
+                produced, found = _explored(job, case, explored, produced)
+                notes = (*notes, *found)
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
             timed = fold(results, timed)
@@ -95,6 +102,17 @@ def run_case(
             if observer is not None:
                 observer.check_finished(timed)
     return results, notes
+
+
+def _explored(
+    job: Job, case: Case, context: CaseContext, produced: list[Result]
+) -> tuple[list[Result], tuple[str, ...]]:
+    """`produced`, or a failure found on a further draw (gradverify.engine.explore), and notes."""
+    spent = sum(result.seconds for result in context.earlier)
+    budget = max(0.0, job.entry.spec.timeout / 2 - spent)  # never the case's own timeout
+    inferred = job.entry.file is None and case.name == INFERRED_CASE_NAME  # zero-config
+    outcome = explore(context, case, produced, budget, inferred)
+    return outcome.results, outcome.notes
 
 
 def _told(observer: CaseObserver | None, results: list[Result]) -> list[Result]:

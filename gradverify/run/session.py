@@ -35,6 +35,7 @@ class RunOptions:
     jobs: int = 0  # worker processes; 0: one per core
     timeout: float | None = None  # seconds per case; None: the spec's (default 120)
     mode: str | None = None  # full | randomized | auto; None: the spec's
+    explore: int | None = None  # further draws per case (--explore); None: the spec's
     cache: bool = True
     cache_dir: Path = Path(".gradverify_cache")
 
@@ -137,6 +138,8 @@ def _with_overrides(entry: SpecEntry, options: RunOptions) -> SpecEntry:
         update["mode"] = options.mode
     if options.timeout is not None:
         update["timeout"] = options.timeout
+    if options.explore is not None:
+        update["explore"] = options.explore
     return replace(entry, spec=entry.spec.model_copy(update=update)) if update else entry
 
 

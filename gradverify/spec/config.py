@@ -43,6 +43,7 @@ class Settings(BaseModel):
     jobs: int | None = Field(default=None, ge=1)
     format: str | None = None
     extra_checks: list[CheckId] | None = None  # besides the default ones, e.g. ["compile"]
+    explore: int | None = Field(default=None, ge=0, le=10_000)  # further draws per case
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def load_config(start: Path | None = None, formats: Sequence[str] = ()) -> Confi
 
 
 def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntry]:
-    """Entries with the configured tolerance, mode, timeout and extra checks where their spec
+    """Entries with the configured tolerance, mode, timeout, explore and extra checks where their spec
     sets none (a spec's `checks:` sets its checks).
 
     A spec's own `tolerance` keeps every key it writes; the others come from the config.
@@ -151,6 +152,8 @@ def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntr
             update["mode"] = settings.mode
         if settings.timeout is not None and "timeout" not in written:
             update["timeout"] = settings.timeout
+        if settings.explore is not None and "explore" not in written:
+            update["explore"] = settings.explore
         if settings.extra_checks and not written & {"checks", "extra_checks"}:
             update["extra_checks"] = list(settings.extra_checks)
         updated.append(replace(entry, spec=spec.model_copy(update=update)) if update else entry)

@@ -232,6 +232,8 @@ class FunctionSpec(_Strict):
     extra_checks: list[CheckId] = Field(default_factory=list)  # run besides the default ones
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
     seed: int = 0
+    # further draws per case searching for an input that fails (gradverify.engine.explore); 0: off
+    explore: int = Field(default=0, ge=0, le=10_000)
     cases: list[Case] = Field(min_length=1)
 
     @field_validator("target")

@@ -1,0 +1,52 @@
+"""A found case as YAML to paste under a spec's `cases:`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import yaml
+
+from gradverify.engine.explore.draws import explorable
+from gradverify.spec.models import Case, LiteralInput, TensorInput
+
+# A drawn tensor with at most this many elements is written with its `values`.
+MAX_VALUES = 64
+
+
+def case_snippet(case: Case, arguments: Sequence[Any], name: str) -> list[str]:
+    """The lines of a case named `name` holding `arguments` (drawn tensors as `values`)."""
+    inputs = [_input(item, argument) for item, argument in zip(case.inputs, arguments, strict=True)]
+    lines = [f"- name: {_flow(name)}", "  inputs:"]
+    lines.extend(f"    - {_flow(item)}" for item in inputs)
+    return lines
+
+
+def _flow(value: Any) -> str:
+    """`value` as one line of YAML, in the flow style specs write inputs in."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=float("inf"), sort_keys=False)
+    return text.strip().removesuffix("...").strip()
+
+
+def fits_in_values(argument: Any) -> bool:
+    return isinstance(argument, torch.Tensor) and argument.numel() <= MAX_VALUES
+
+
+def _input(item: Any, argument: Any) -> Any:
+    if explorable(item) and isinstance(argument, torch.Tensor):
+        assert isinstance(item, TensorInput)
+        written: dict[str, Any] = (
+            {"values": argument.detach().cpu().tolist()}
+            if fits_in_values(argument)
+            else {"shape": list(argument.shape)}
+        )
+        kept = item.model_dump(exclude_defaults=True, exclude={"shape", "values"})
+        if "values" in written:  # the range no longer matters
+            kept = {key: value for key, value in kept.items() if key not in ("low", "high")}
+        return {**written, **kept}
+    if isinstance(item, TensorInput):
+        return item.model_dump(exclude_defaults=True)
+    if isinstance(item, LiteralInput):
+        return {"value": item.value}
+    return item

@@ -1,0 +1,51 @@
+"""Functions for --explore: a bug in part of the input space only, and correct kinked ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+class CubeWrongBelowMinusTwo(torch.autograd.Function):
+    """y = x³; backward drops the factor 3 for inputs below -2 (a branch nobody tested)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        slope = torch.where(x < -2, x**2, 3 * x**2)
+        return grad_output * slope
+
+
+class Clamp(torch.autograd.Function):
+    """y = clamp(x, -1, 1), correct: kinks at -1 and 1."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.clamp(-1.0, 1.0)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad_output * ((x > -1) & (x < 1))
+
+
+class AddMulWrongForLargeY(torch.autograd.Function):
+    """y = x * w + b (w and x of one shape); the gradient of w is wrong where x > 2.5."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        return x * w + b
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x, w = ctx.saved_tensors
+        grad_w = torch.where(x > 2.5, grad_output, grad_output * x)
+        return grad_output * w, grad_w, grad_output.sum_to_size(1)
