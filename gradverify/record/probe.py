@@ -83,9 +83,12 @@ def _install_hooks(path: str) -> None:
     apply = function.__dict__["apply"].__func__
 
     def recorded_apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        if not getattr(_state, "busy", False) and not _is_torch(cls.__module__):
-            _observe(cls, None, args, kwargs)
-        return apply(cls, *args, **kwargs)
+        if getattr(_state, "busy", False) or _is_torch(cls.__module__):
+            return apply(cls, *args, **kwargs)
+        line = _observe(cls, None, args, kwargs)
+        result = apply(cls, *args, **kwargs)
+        _write(line)  # only calls that returned: a call that raised shows no valid input
+        return result
 
     recorded_apply._gradverify_record = True  # type: ignore[attr-defined]
     function.apply = classmethod(recorded_apply)  # type: ignore[assignment]
@@ -104,9 +107,12 @@ def _wrap_call(kind: type, name_of: Any) -> None:
 
     def recorded_call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         name = name_of(self)
-        if name in _user_ops and not getattr(_state, "busy", False):
-            _observe(self, name, args, kwargs)
-        return call(self, *args, **kwargs)
+        if name not in _user_ops or getattr(_state, "busy", False):
+            return call(self, *args, **kwargs)
+        line = _observe(self, name, args, kwargs)
+        result = call(self, *args, **kwargs)
+        _write(line)
+        return result
 
     kind.__call__ = recorded_call  # type: ignore[method-assign]
 
@@ -129,14 +135,14 @@ def _is_torch(module: str) -> bool:
     return module == "torch" or module.startswith(("torch.", "functorch"))
 
 
-def _observe(target: Any, op: str | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Write one line for a signature not seen before in this process (or its parent)."""
+def _observe(target: Any, op: str | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The record of a signature not seen before in this process (or its parent), as a
+    (key, line) to write once the call returns; None for a signature seen already."""
     _state.busy = True
     try:
         key = (id(target), _key(args), _key(tuple(kwargs.items())))
         if key in _seen:
-            return
-        _seen.add(key)
+            return None
         record = {
             "target": _target_name(target, op),
             "site": _site(sys._getframe(1)),
@@ -144,13 +150,22 @@ def _observe(target: Any, op: str | None, args: tuple[Any, ...], kwargs: dict[st
             "kwargs": {name: _describe(value) for name, value in kwargs.items()},
             "pid": os.getpid(),
         }
-        line = json.dumps(record, allow_nan=False, default=repr) + "\n"
-        if _output:
-            os.write(_output[0], line.encode())  # one write: lines of processes never mix
+        return key, json.dumps(record, allow_nan=False, default=repr) + "\n"
     except Exception:  # never break the user's run for a record
-        pass
+        return None
     finally:
         _state.busy = False
+
+
+def _write(observed: Any) -> None:
+    if observed is None or not _output or observed[0] in _seen:
+        return
+    key, line = observed
+    _seen.add(key)
+    try:
+        os.write(_output[0], line.encode())  # one write: lines of processes never mix
+    except OSError:
+        pass
 
 
 def _key(values: Any) -> Any:
@@ -238,6 +253,8 @@ def _tensor(tensor: Any) -> dict[str, Any]:
         "dtype": str(tensor.dtype).removeprefix("torch."),
         "requires_grad": tensor.requires_grad,
     }
+    if tensor.device.type != "cpu":
+        summary["device"] = str(tensor.device)
     plain = type(tensor) in (torch.Tensor, torch.nn.Parameter) and tensor.device.type != "meta"
     if not plain or tensor.numel() == 0:
         return summary
