@@ -4,6 +4,7 @@ comments that say what was recorded."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -45,10 +46,8 @@ def site_shown(site: str | None, project: Path) -> str:
     if site is None:
         return "an unknown place"
     file, _, line = site.rpartition(":")
-    try:
+    with contextlib.suppress(ValueError):
         file = str(Path(file).relative_to(project))
-    except ValueError:
-        pass
     return f"{file}:{line}"
 
 

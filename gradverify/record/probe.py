@@ -12,6 +12,7 @@ for integer and bool tensors of at most SMALL elements (indices stay valid).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import json
@@ -117,7 +118,7 @@ def _wrap_call(kind: type, name_of: Any) -> None:
     kind.__call__ = recorded_call  # type: ignore[method-assign]
 
 
-def _wrap_define(library: type) -> None:
+def _wrap_define(library: Any) -> None:
     define = library.define
 
     def recorded_define(self: Any, schema: str, *args: Any, **kwargs: Any) -> Any:
@@ -128,7 +129,7 @@ def _wrap_define(library: type) -> None:
             _user_ops[f"{namespace}::{name}"] = _caller_module(sys._getframe(1))
         return result
 
-    library.define = recorded_define  # type: ignore[method-assign]
+    library.define = recorded_define
 
 
 def _is_torch(module: str) -> bool:
@@ -162,10 +163,8 @@ def _write(observed: Any) -> None:
         return
     key, line = observed
     _seen.add(key)
-    try:
-        os.write(_output[0], line.encode())  # one write: lines of processes never mix
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):  # one write: lines of processes never mix
+        os.write(_output[0], line.encode())
 
 
 def _key(values: Any) -> Any:

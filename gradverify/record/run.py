@@ -4,6 +4,7 @@ which records in its own process and writes the same way)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import tempfile
@@ -51,7 +52,9 @@ def record(
     """Run `command` recording, then write specs into `spec_dir` (or the spec in
     `spec_paths` that names a target already)."""
     if not command:
-        raise UsageError("give the command to record after `--`: gradverify record -- python train.py")
+        raise UsageError(
+            "give the command to record after `--`: gradverify record -- python train.py"
+        )
     with tempfile.TemporaryDirectory(prefix="gradverify-record-") as directory:
         records = Path(directory) / "calls.jsonl"
         records.touch()
@@ -87,10 +90,8 @@ def _spelling(target: str, project: Path) -> str:
     """A `__main__` file's absolute path relative to the project, then the canonical form."""
     module, colon, attribute = target.partition(":")
     if os.path.isabs(module):
-        try:
+        with contextlib.suppress(ValueError):
             module = str(Path(module).relative_to(project))
-        except ValueError:
-            pass
     return canonical(module + colon + attribute, project)
 
 
@@ -146,9 +147,7 @@ def summary(recording: Recording, command: Sequence[str]) -> list[str]:
         lines.append(f"the command exited with {recording.exit_code}: specs from what it recorded")
     lines += update_lines(recording.updates)
     if not recording.calls:
-        lines.append(
-            "no call of a torch.autograd.Function or torch.library custom op was recorded"
-        )
+        lines.append("no call of a torch.autograd.Function or torch.library custom op was recorded")
     return lines
 
 
