@@ -34,6 +34,7 @@ _state = threading.local()
 _seen: set[Any] = set()
 _user_ops: dict[str, str] = {}  # "ns::name" -> the module that called Library.define
 _output: list[int] = []  # the file descriptor, once opened
+_tensor_type: type = type(None)  # torch.Tensor, once torch is imported
 _skip_dirs: tuple[str, ...] = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
 
@@ -78,7 +79,8 @@ def _install_hooks(path: str) -> None:
     function = function_module.Function
     if getattr(function.apply, "_gradverify_record", False):
         return  # installed already (the pytest plugin inside `gradverify record`)
-    global _skip_dirs
+    global _skip_dirs, _tensor_type
+    _tensor_type = torch.Tensor
     _skip_dirs = (*_skip_dirs, os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     _output.append(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
     apply = function.__dict__["apply"].__func__
@@ -139,11 +141,14 @@ def _is_torch(module: str) -> bool:
 def _observe(target: Any, op: str | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The record of a signature not seen before in this process (or its parent), as a
     (key, line) to write once the call returns; None for a signature seen already."""
+    try:
+        key = (target, _key(args), _key(tuple(kwargs.items()))) if kwargs else (target, _key(args))
+        if key in _seen:  # the hot path: every later call of a recorded signature
+            return None
+    except Exception:  # never break the user's run for a record (an unhashable literal)
+        return None
     _state.busy = True
     try:
-        key = (id(target), _key(args), _key(tuple(kwargs.items())))
-        if key in _seen:
-            return None
         record = {
             "target": _target_name(target, op),
             "site": _site(sys._getframe(1)),
@@ -152,7 +157,7 @@ def _observe(target: Any, op: str | None, args: tuple[Any, ...], kwargs: dict[st
             "pid": os.getpid(),
         }
         return key, json.dumps(record, allow_nan=False, default=repr) + "\n"
-    except Exception:  # never break the user's run for a record
+    except Exception:
         return None
     finally:
         _state.busy = False
@@ -167,16 +172,12 @@ def _write(observed: Any) -> None:
         os.write(_output[0], line.encode())
 
 
-def _key(values: Any) -> Any:
-    import torch
-
+def _key(values: Any) -> tuple[Any, ...]:
+    """What tells signatures apart: shapes, dtypes, requires_grad and literals (hashable)."""
     parts: list[Any] = []
     for value in values:
-        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
-            parts.append(value[0])  # a keyword's name
-            value = value[1]
-        if isinstance(value, torch.Tensor):
-            parts.append((tuple(value.shape), value.dtype, value.requires_grad))
+        if isinstance(value, _tensor_type):
+            parts.append((value.shape, value.dtype, value.requires_grad))
         elif isinstance(value, _LITERALS):
             parts.append((type(value), value))
         elif isinstance(value, list | tuple):
