@@ -34,7 +34,7 @@ _state = threading.local()
 _seen: set[Any] = set()
 _user_ops: dict[str, str] = {}  # "ns::name" -> the module that called Library.define
 _output: list[int] = []  # the file descriptor, once opened
-_tensor_type: type = type(None)  # torch.Tensor, once torch is imported
+_tensor_type: Any = type(None)  # torch.Tensor, once torch is imported
 _skip_dirs: tuple[str, ...] = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
 

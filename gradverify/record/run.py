@@ -111,19 +111,20 @@ def _update(
     if problem is not None:
         update.skipped.append(f"{problem}: a spec cannot load it")
         return update
+    entries = existing_specs(target, spec_paths)
+    signatures = recorded_signatures(entries)
+    names = {case.name for entry in entries for case in entry.spec.cases}
+    update.kept = len(names)
+    new = [call for call in calls if call.signature not in signatures]
+    if not new:
+        return update  # nothing to write: the target is not even imported
     try:
         loaded = load_target(target)
     except GradverifyError as error:
         update.skipped.append(error.render())
         return update
-    entries = existing_specs(target, spec_paths)
-    signatures = recorded_signatures(entries)
-    names = {case.name for entry in entries for case in entry.spec.cases}
-    update.kept = len(names)
     cases: list[RecordedCase] = []
-    for call in calls:
-        if call.signature in signatures:
-            continue
+    for call in new:
         name = unique_name(case_name(call.site, project), names)
         try:
             case = recorded_case(call, name, loaded.parameters, loaded.defaults)
