@@ -355,6 +355,56 @@ def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
 
 
 @app.command()
+def record(
+    command: Annotated[
+        list[str],
+        typer.Argument(
+            help="The command to run, after `--`: your tests, a training step, a script.",
+            show_default=False,
+        ),
+    ],
+    specs: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--specs",
+            metavar="DIR",
+            help="Where new specs go [default: the first configured spec path, else specs/].",
+        ),
+    ] = None,
+    shrink: Annotated[
+        bool,
+        typer.Option(
+            "--shrink/--no-shrink",
+            help="Halve large recorded shapes while forward and backward still run on them.",
+        ),
+    ] = True,
+) -> None:
+    """Run COMMAND, record every autograd Function and custom op it calls, and write a spec
+    case per distinct signature (never changing a case that is there already).
+
+    Exit codes: 0 recorded, 1 the command failed (specs are written from what it recorded),
+    2 a usage error (the command cannot be run).
+    """
+    code = _guarded(lambda: _record(command, specs, shrink))
+    raise typer.Exit(code)
+
+
+def _record(command: list[str], specs: str | None, shrink: bool) -> int:
+    from pathlib import Path
+
+    from gradverify.record.run import record as run_recording
+    from gradverify.record.run import summary
+    from gradverify.spec.config import load_config
+
+    spec_paths = load_config(formats=[choice.value for choice in OutputFormat]).spec_paths
+    spec_dir = Path(specs or (spec_paths[0] if spec_paths else "specs"))
+    recording = run_recording(command, spec_paths, spec_dir, shrink)
+    for line in summary(recording, command):
+        typer.echo(line)
+    return ExitCode.OK if recording.exit_code == 0 else ExitCode.FAILED
+
+
+@app.command()
 def schema() -> None:
     """Print the JSON Schema of the spec format, for editors (yaml-language-server) and CI."""
     import json

@@ -32,6 +32,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Also run the gradverify specs under these paths (spec files or directories; "
         "none: the ini option gradverify_paths, else specs/), one item per target[case]::check.",
     )
+    group.addoption(
+        "--gradverify-record",
+        action="store_true",
+        default=False,
+        help="Record every autograd Function and custom op the tests call, and write a spec "
+        "case per distinct signature at the end (as `gradverify record -- pytest`).",
+    )
     parser.addini(
         "gradverify_paths",
         type="paths",
@@ -45,6 +52,24 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}(target, case, check): an item run by gradverify on one case of a spec",
     )
+    if config.getoption("gradverify_record", False):
+        from gradverify.record.session import start
+
+        start(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if session.config.getoption("gradverify_record", False):
+        from gradverify.record.session import finish
+
+        finish(session.config)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if config.getoption("gradverify_record", False):
+        from gradverify.record.session import report
+
+        report(terminalreporter, config)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k, -m and --deselect filter the items

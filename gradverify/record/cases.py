@@ -1,0 +1,167 @@
+"""A recorded call as a spec case: its name (after the call site), its inputs (small integer
+tensors as `values`, others as shape, dtype and the recorded range, a little wider) and the
+comments that say what was recorded."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradverify.record.records import Argument, RecordedCall, RecordedTensor
+
+WIDEN = 0.01  # a recorded range is widened by this fraction of its span on each side
+
+
+class Unwritable(Exception):
+    """A recorded call that no case can express (the reason is the message)."""
+
+
+@dataclass
+class RecordedCase:
+    """A case for a spec, from one recorded call; `inputs` are YAML-ready items."""
+
+    name: str
+    call: RecordedCall
+    inputs: list[Any]
+    notes: list[str]  # one per input: its name and what was recorded
+    shrunk_from: dict[int, tuple[int, ...]]  # input index -> recorded shape, when shrunk
+
+
+def case_name(site: str | None, project: Path) -> str:
+    """`train_py_42` for a call at `.../train.py:42`."""
+    if site is None:
+        return "recorded"
+    file, _, line = site.rpartition(":")
+    stem = re.sub(r"\W+", "_", Path(file).name).strip("_") or "call"
+    return f"{stem}_{line}" if line.isdigit() else stem
+
+
+def site_shown(site: str | None, project: Path) -> str:
+    """The call site relative to the project, as comments and messages show it."""
+    if site is None:
+        return "an unknown place"
+    file, _, line = site.rpartition(":")
+    with contextlib.suppress(ValueError):
+        file = str(Path(file).relative_to(project))
+    return f"{file}:{line}"
+
+
+def positional(
+    call: RecordedCall, parameters: Sequence[str], defaults: Mapping[str, Any]
+) -> list[Argument]:
+    """The call's arguments by position: keywords put where forward's signature has them,
+    and defaults filled in before any of them."""
+    arguments = list(call.arguments)
+    if not call.keywords:
+        return arguments
+    missing = [name for name in call.keywords if name not in parameters[len(arguments) :]]
+    if missing:
+        raise Unwritable(f"keyword argument {missing[0]!r} is not a positional parameter")
+    last = max(parameters.index(name) for name in call.keywords)
+    for name in parameters[len(arguments) : last + 1]:
+        if name in call.keywords:
+            arguments.append(call.keywords[name])
+        elif name in defaults and _is_literal(defaults[name]):
+            arguments.append(Argument(literal=defaults[name]))
+        else:
+            raise Unwritable(f"argument {name!r} was left to a default a spec cannot write")
+    return arguments
+
+
+def _is_literal(value: Any) -> bool:
+    return value is None or isinstance(value, bool | int | float | str)
+
+
+def recorded_case(
+    call: RecordedCall,
+    name: str,
+    parameters: Sequence[str],
+    defaults: Mapping[str, Any],
+) -> RecordedCase:
+    """The case for `call`; Unwritable if an argument cannot be written in a spec."""
+    arguments = positional(call, parameters, defaults)
+    # A call with no input requiring grad (a test under no_grad) still gets every float
+    # input checked; otherwise inputs that did not require grad are written so.
+    any_grad = any(a.tensor is not None and a.tensor.requires_grad for a in arguments)
+    inputs: list[Any] = []
+    notes: list[str] = []
+    for index, argument in enumerate(arguments):
+        label = parameters[index] if index < len(parameters) else f"argument {index}"
+        if argument.other is not None:
+            raise Unwritable(f"{label} is a {argument.other}, which a spec cannot give")
+        if argument.tensor is not None:
+            inputs.append(tensor_item(argument.tensor, any_grad))
+        else:
+            inputs.append(argument.literal)
+        notes.append(f"{label}: {argument.describe()}")
+    return RecordedCase(name, call, inputs, notes, {})
+
+
+def tensor_item(tensor: RecordedTensor, keep_requires_grad: bool) -> dict[str, Any]:
+    """A tensor input: `values` for a small integer or bool tensor, else shape and range."""
+    item: dict[str, Any] = {}
+    if tensor.values is not None:
+        item["values"] = tensor.values
+        item["dtype"] = tensor.dtype
+    else:
+        item["shape"] = list(tensor.shape)
+        item["dtype"] = tensor.dtype
+        bounds = _bounds(tensor)
+        if bounds is not None:
+            item["low"], item["high"] = bounds
+    if tensor.is_floating and keep_requires_grad and not tensor.requires_grad:
+        item["requires_grad"] = False
+    if tensor.device != "cpu":
+        item["device"] = tensor.device
+    return item
+
+
+def _bounds(tensor: RecordedTensor) -> tuple[float, float] | None:
+    low, high = tensor.low, tensor.high
+    if low is None or high is None:
+        return None
+    if not tensor.is_floating:  # integers are drawn from low..high inclusive
+        low, high = int(low), int(high)
+        if low == high:  # a spec needs low < high: stay on the side indices live on
+            return (low - 1, high) if low > 0 else (low, high + 1)
+        return low, high
+    if tensor.dtype.startswith("complex"):  # recorded: the largest magnitude
+        return -high, high
+    return widened(low, high)
+
+
+def widened(low: float, high: float) -> tuple[float, float]:
+    """[low, high] a little wider, never degenerate, and never across 0 or ±1 where the
+    recorded values stayed on one side (a log's, a sqrt's or an acos's domain)."""
+    span = high - low
+    if span <= 0:
+        pad = max(abs(low) * 0.1, 0.1)
+        return (low, low + pad) if low >= 0 else (low - pad, low)
+    pad = span * WIDEN
+    new_low, new_high = _outward(low - pad, math.floor), _outward(high + pad, math.ceil)
+    if low > 0:
+        new_low = max(new_low, low / 2)
+    elif low == 0:
+        new_low = 0.0
+    if high < 0:
+        new_high = min(new_high, high / 2)
+    elif high == 0:
+        new_high = 0.0
+    if low >= -1:
+        new_low = max(new_low, -1.0)
+    if high <= 1:
+        new_high = min(new_high, 1.0)
+    return new_low, new_high
+
+
+def _outward(value: float, rounding: Any) -> float:
+    """`value` rounded outward to three significant digits."""
+    if value == 0:
+        return 0.0
+    digits = 2 - math.floor(math.log10(abs(value)))
+    return round(rounding(value * 10.0**digits) / 10.0**digits, digits)

@@ -1,0 +1,177 @@
+"""`gradverify record -- COMMAND`: run the command with the probe in each of its Python
+processes, then write what it recorded as spec cases (and `pytest --gradverify-record`,
+which records in its own process and writes the same way)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gradverify.errors import GradverifyError, UsageError
+from gradverify.record.cases import RecordedCase, Unwritable, case_name, recorded_case
+from gradverify.record.probe import ENV
+from gradverify.record.records import RecordedCall, read_records
+from gradverify.record.specs import (
+    SpecUpdate,
+    existing_specs,
+    recorded_signatures,
+    unique_name,
+    write_cases,
+)
+from gradverify.spec.identity import canonical
+
+SITE_DIR = Path(__file__).resolve().parent / "site"
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A finished record: the command's exit code, the calls, and the specs written."""
+
+    exit_code: int
+    calls: list[RecordedCall]
+    updates: list[SpecUpdate]
+
+
+def recording_environment(records: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` with the probe's sitecustomize first on PYTHONPATH, recording into `records`."""
+    environment = dict(environ)
+    path = [str(SITE_DIR), *filter(None, environ.get("PYTHONPATH", "").split(os.pathsep))]
+    environment["PYTHONPATH"] = os.pathsep.join(path)
+    environment[ENV] = str(records)
+    return environment
+
+
+def record(
+    command: Sequence[str], spec_paths: Sequence[str], spec_dir: Path, shrink: bool = True
+) -> Recording:
+    """Run `command` recording, then write specs into `spec_dir` (or the spec in
+    `spec_paths` that names a target already)."""
+    if not command:
+        raise UsageError(
+            "give the command to record after `--`: gradverify record -- python train.py"
+        )
+    with tempfile.TemporaryDirectory(prefix="gradverify-record-") as directory:
+        records = Path(directory) / "calls.jsonl"
+        records.touch()
+        environment = recording_environment(records, os.environ)
+        try:
+            exit_code = subprocess.call(list(command), env=environment)
+        except OSError as error:
+            raise UsageError(f"cannot run {command[0]!r}: {error.strerror}") from None
+        calls = read_records(records)
+    return Recording(exit_code, calls, write_specs(calls, spec_paths, spec_dir, shrink))
+
+
+def write_specs(
+    calls: Sequence[RecordedCall],
+    spec_paths: Sequence[str],
+    spec_dir: Path,
+    shrink: bool = True,
+    project: Path | None = None,
+) -> list[SpecUpdate]:
+    """A spec update per recorded target, in the order targets were first called."""
+    project = (project or Path.cwd()).resolve()
+    by_target: dict[str, list[RecordedCall]] = {}
+    for call in calls:
+        by_target.setdefault(_spelling(call.target, project), []).append(call)
+    search = list(dict.fromkeys([*spec_paths, str(spec_dir)]))
+    return [
+        _update(target, group, search, spec_dir, project, shrink)
+        for target, group in by_target.items()
+    ]
+
+
+def _spelling(target: str, project: Path) -> str:
+    """A `__main__` file's absolute path relative to the project, then the canonical form."""
+    module, colon, attribute = target.partition(":")
+    if os.path.isabs(module):
+        with contextlib.suppress(ValueError):
+            module = str(Path(module).relative_to(project))
+    return canonical(module + colon + attribute, project)
+
+
+def _update(
+    target: str,
+    calls: Sequence[RecordedCall],
+    spec_paths: Sequence[str],
+    spec_dir: Path,
+    project: Path,
+    shrink: bool,
+) -> SpecUpdate:
+    from gradverify.record.shrink import shrink as shrunk
+    from gradverify.target.loading import load_target
+
+    update = SpecUpdate(target)
+    problem = next((call.problem for call in calls if call.problem), None)
+    if problem is not None:
+        update.skipped.append(f"{problem}: a spec cannot load it")
+        return update
+    entries = existing_specs(target, spec_paths)
+    signatures = recorded_signatures(entries)
+    names = {case.name for entry in entries for case in entry.spec.cases}
+    update.kept = len(names)
+    new = [call for call in calls if call.signature not in signatures]
+    if not new:
+        return update  # nothing to write: the target is not even imported
+    try:
+        loaded = load_target(target)
+    except GradverifyError as error:
+        update.skipped.append(error.render())
+        return update
+    cases: list[RecordedCase] = []
+    for call in new:
+        name = unique_name(case_name(call.site, project), names)
+        try:
+            case = recorded_case(call, name, loaded.parameters, loaded.defaults)
+        except Unwritable as error:
+            update.skipped.append(f"the call at {call.site}: {error}")
+            continue
+        cases.append(shrunk(loaded, case) if shrink else case)
+    write_cases(update, cases, entries[0] if entries else None, spec_dir, project)
+    return update
+
+
+def summary(recording: Recording, command: Sequence[str]) -> list[str]:
+    """What the record did, one line per spec written or target skipped."""
+    shown = " ".join(command)
+    targets = len(recording.updates)
+    lines = [
+        f"recorded {len(recording.calls)} distinct call(s) of {targets} Function(s) and op(s) "
+        f"in `{shown}`"
+    ]
+    if recording.exit_code != 0:
+        lines.append(f"the command exited with {recording.exit_code}: specs from what it recorded")
+    lines += update_lines(recording.updates)
+    if not recording.calls:
+        lines.append("no call of a torch.autograd.Function or torch.library custom op was recorded")
+    return lines
+
+
+def update_lines(updates: Sequence[SpecUpdate]) -> list[str]:
+    """A line per target: the file written and its new cases, or why nothing was."""
+    lines: list[str] = []
+    for update in updates:
+        if update.path is not None:
+            verb = "wrote" if update.created else "added to"
+            names = ", ".join(update.added)
+            lines.append(f"  {verb} {_shown(update.path)}: {update.target} [{names}]")
+        elif not update.skipped:
+            lines.append(f"  kept {update.target}: its {update.kept} case(s) hold every signature")
+        for reason in update.skipped:
+            lines.append(f"  skipped {update.target}: {reason}")
+    written = sorted({_shown(update.path) for update in updates if update.path is not None})
+    if written:
+        lines.append(f"check them: gradverify check {' '.join(written)}")
+    return lines
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

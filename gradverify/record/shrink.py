@@ -1,0 +1,115 @@
+"""Large recorded shapes made small, so that specs stay fast: a dimension is halved (every
+dimension of that size at once, else one alone) and the smaller shape kept when forward
+and backward still run well-formed on it (no error, finite outputs, gradients of the
+inputs' shapes)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from gradverify.inputs import build_inputs
+from gradverify.record.cases import RecordedCase
+from gradverify.spec.models import Case
+from gradverify.target.loaded import Target
+
+MAX_ELEMENTS = 4096  # shrink while the case's tensors hold more elements than this
+MAX_TRIALS = 48  # forward-and-backward runs one case's shrinking may take
+
+
+def shrink(target: Target, case: RecordedCase, limit: int = MAX_ELEMENTS) -> RecordedCase:
+    """`case` with smaller shapes where forward and backward still run well-formed on them;
+    as it was when it is small already or does not run at its recorded shapes."""
+    if _elements(case.inputs) <= limit or not runs_well_formed(target, case.inputs):
+        return case
+    inputs = case.inputs
+    trials = 0
+    while _elements(inputs) > limit and trials < MAX_TRIALS:
+        for candidate in _halvings(inputs):
+            trials += 1
+            if runs_well_formed(target, candidate):
+                inputs = candidate
+                break
+            if trials >= MAX_TRIALS:
+                break
+        else:
+            break  # no dimension can be halved
+    shrunk_from = {
+        index: tuple(old["shape"])
+        for index, (old, new) in enumerate(zip(case.inputs, inputs, strict=True))
+        if isinstance(old, dict) and "shape" in old and old["shape"] != new["shape"]
+    }
+    return RecordedCase(case.name, case.call, inputs, case.notes, shrunk_from)
+
+
+def _elements(inputs: list[Any]) -> int:
+    return sum(math.prod(item["shape"]) for item in inputs if _shaped(item))
+
+
+def _shaped(item: Any) -> bool:
+    return isinstance(item, dict) and "shape" in item
+
+
+def _halvings(inputs: list[Any]) -> Iterator[list[Any]]:
+    """Candidates, largest sizes first: every dimension of one size halved together (sizes
+    that are one dimension shared by several inputs), then each such dimension alone."""
+    sizes = sorted(
+        {size for item in inputs if _shaped(item) for size in item["shape"] if size > 1},
+        reverse=True,
+    )
+    for size in sizes:
+        places = [
+            (index, axis)
+            for index, item in enumerate(inputs)
+            if _shaped(item)
+            for axis, dimension in enumerate(item["shape"])
+            if dimension == size
+        ]
+        yield _halved(inputs, places)
+        if len(places) > 1:
+            for place in places:
+                yield _halved(inputs, [place])
+
+
+def _halved(inputs: list[Any], places: list[tuple[int, int]]) -> list[Any]:
+    halved = [dict(item) if _shaped(item) else item for item in inputs]
+    for index, axis in places:
+        shape = list(halved[index]["shape"])
+        shape[axis] //= 2
+        halved[index]["shape"] = shape
+    return halved
+
+
+def runs_well_formed(target: Target, inputs: list[Any]) -> bool:
+    """Whether forward and backward run on `inputs` without an error, with finite outputs
+    and gradients shaped as their inputs."""
+    try:
+        arguments = build_inputs(Case.model_validate({"name": "shrink", "inputs": inputs}), 0)
+        outputs = target.call(*arguments)
+        flat = [o for o in _tensors(outputs) if o.is_floating_point() or o.is_complex()]
+        if not all(bool(torch.isfinite(o.detach()).all()) for o in flat):
+            return False
+        differentiable = [a for a in arguments if isinstance(a, torch.Tensor) and a.requires_grad]
+        wanted = [o for o in flat if o.requires_grad]
+        if not differentiable or not wanted:
+            return True
+        grad_outputs = [torch.ones_like(o) for o in wanted]
+        gradients = torch.autograd.grad(wanted, differentiable, grad_outputs, allow_unused=True)
+    except Exception:  # whatever forward or backward raise: this shape is not accepted
+        return False
+    return all(
+        gradient is None
+        or (gradient.shape == argument.shape and bool(torch.isfinite(gradient).all()))
+        for gradient, argument in zip(gradients, differentiable, strict=True)
+    )
+
+
+def _tensors(outputs: Any) -> list[torch.Tensor]:
+    if isinstance(outputs, torch.Tensor):
+        return [outputs]
+    if isinstance(outputs, list | tuple):
+        return [item for output in outputs for item in _tensors(output)]
+    return []
