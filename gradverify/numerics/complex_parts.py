@@ -195,17 +195,23 @@ def cross_mask(parts: Parts, layout: OutputLayout, position: int, columns: int) 
     return row_parts[:, None] != column_parts.to(torch.long)[None, :]
 
 
-def conjugation_hint(
-    parts: Parts,
-    layout: OutputLayout,
-    position: int,
-    analytical: torch.Tensor,
-    numerical: torch.Tensor,
-    off: torch.Tensor,
-    name: str,
-    atol: float,
-    rtol: float,
-) -> str | None:
+@dataclass(frozen=True)
+class PartsMismatch:
+    """One argument's Jacobian blocks, as pairs of parts, where backward and finite
+    differences disagree: what the complex hints read."""
+
+    parts: Parts
+    layout: OutputLayout
+    position: int  # the argument's position
+    analytical: torch.Tensor
+    numerical: torch.Tensor
+    off: torch.Tensor  # bool: the entries out of tolerance
+    name: str  # the argument as a finding names it
+    atol: float
+    rtol: float
+
+
+def conjugation_hint(mismatch: PartsMismatch) -> str | None:
     """The hint for a missing (or extra) conjugate, when the errors show it plainly.
 
     Backward that forgets a conjugate returns, for a grad_output v, conj(the right gradient
@@ -214,9 +220,12 @@ def conjugation_hint(
     their sign and all of them are off, and some entries within parts are large and right (a
     sign flipped everywhere is the `opposite sign` hint instead).
     """
+    parts, position, off, name = mismatch.parts, mismatch.position, mismatch.off, mismatch.name
+    analytical, numerical = mismatch.analytical, mismatch.numerical
+    atol, rtol = mismatch.atol, mismatch.rtol
     if not parts.any or not bool(off.any()):
         return None
-    cross = cross_mask(parts, layout, position, analytical.shape[1])
+    cross = cross_mask(parts, mismatch.layout, position, analytical.shape[1])
     analytical, numerical = analytical.to(torch.float64), numerical.to(torch.float64)
     significant = numerical.abs() > SIGNIFICANT * atol
     crossing, within = significant & cross, significant & ~cross
@@ -250,35 +259,18 @@ def conjugation_hint(
     )
 
 
-def complex_hint(
-    parts: Parts,
-    layout: OutputLayout,
-    position: int,
-    analytical: torch.Tensor,
-    numerical: torch.Tensor,
-    off: torch.Tensor,
-    name: str,
-    atol: float,
-    rtol: float,
-) -> str | None:
+def complex_hint(mismatch: PartsMismatch) -> str | None:
     """A hint only complex values have: a conjugation bug, or a gradient without its
     imaginary part (None: neither shows plainly)."""
-    found = conjugation_hint(parts, layout, position, analytical, numerical, off, name, atol, rtol)
-    return found or _real_gradient_hint(parts, position, analytical, numerical, off, name, atol)
+    return conjugation_hint(mismatch) or _real_gradient_hint(mismatch)
 
 
-def _real_gradient_hint(
-    parts: Parts,
-    position: int,
-    analytical: torch.Tensor,
-    numerical: torch.Tensor,
-    off: torch.Tensor,
-    name: str,
-    atol: float,
-) -> str | None:
+def _real_gradient_hint(mismatch: PartsMismatch) -> str | None:
     """Every entry off is a derivative with respect to the imaginary part of a complex
     argument, where backward gives 0: backward returned a real gradient."""
-    if position not in parts.columns or not bool(off.any()):
+    off, name, atol = mismatch.off, mismatch.name, mismatch.atol
+    analytical, numerical = mismatch.analytical, mismatch.numerical
+    if mismatch.position not in mismatch.parts.columns or not bool(off.any()):
         return None
     imaginary = (torch.arange(off.shape[1]) % 2 == 1)[None, :].expand_as(off)
     wrong = off & (numerical.abs() > SIGNIFICANT * atol)

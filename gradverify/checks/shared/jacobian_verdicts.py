@@ -14,7 +14,7 @@ import torch
 from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.linearity import backward_linearity
 from gradverify.numerics.compare import Comparison, compare
-from gradverify.numerics.complex_parts import NO_PARTS, Parts, complex_hint
+from gradverify.numerics.complex_parts import NO_PARTS, Parts, PartsMismatch, complex_hint
 from gradverify.numerics.diagnosis import diagnose
 from gradverify.numerics.jacobian import (
     OutputLayout,
@@ -154,10 +154,11 @@ def mismatch_failure(
         hint = kink_hint(comparison, kinks)
     if hint is None:
         tol = context.tolerance
-        hint = complex_hint(
+        mismatch = PartsMismatch(
             parts, blocks.layout, index, analytical, numerical, comparison.off, name,
             tol.atol, tol.rtol,
         )  # fmt: skip
+        hint = complex_hint(mismatch)
     if hint is None:
         tol = context.tolerance
         linearity = backward_linearity(context, blocks.arguments, index, analytical)
