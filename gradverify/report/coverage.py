@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.console import RenderableType
+from rich.padding import Padding
 from rich.text import Text
 
 from gradverify.results import Coverage
@@ -9,7 +11,7 @@ from gradverify.results import Coverage
 INDENT = "  "
 
 
-def coverage_lines(coverage: Coverage) -> list[Text]:
+def coverage_lines(coverage: Coverage) -> list[RenderableType]:
     """`gradient coverage: 23 Functions: 18 with specs, 3 inferred, 2 without inputs`, then
     the Functions left unchecked with why, and those --require-specs fails for."""
     without = len(coverage.without_inputs)
@@ -21,19 +23,18 @@ def coverage_lines(coverage: Coverage) -> list[Text]:
         f"{without} without inputs" + (" (record or write a spec)" if without else ""),
         style="yellow" if without else "",
     )
-    lines = [head]
+    lines: list[RenderableType] = [head]
     if without:
         lines.append(Text(f"{INDENT}without inputs, not checked:"))
         for uncovered in coverage.without_inputs:
-            line = Text(f"{INDENT * 2}{uncovered.target}", style="yellow")
-            line.append(f"  {uncovered.reason}")
-            lines.append(line)
+            lines.append(Text(f"{INDENT * 2}{uncovered.target}", style="yellow"))
+            lines.append(Padding(Text(uncovered.reason), (0, 0, 0, len(INDENT) * 3)))
     if coverage.failed:
         unspecified = coverage.unspecified
         lines.append(
             Text(
-                f"--require-specs: no spec names {_plural(len(unspecified), 'Function')} "
-                "(`gradverify record -- COMMAND` or `gradverify init TARGET` writes one):",
+                f"--require-specs: {len(unspecified)} without a spec (`gradverify record -- "
+                "COMMAND` or `gradverify init TARGET` writes one):",
                 style="bold red",
             )
         )

@@ -49,7 +49,7 @@ def package_work(
             continue
         outcome = inferred_by_target[item.target]
         if isinstance(outcome, GradverifyError):
-            without.append(Uncovered(item.target, _reason(outcome.render())))
+            without.append(Uncovered(item.target, _reason(outcome.render(), item.target)))
             continue
         entry, note = outcome
         entries.append(entry)
@@ -64,6 +64,10 @@ def _key(entry: SpecEntry) -> tuple[str | None, int | None, str | None]:
     return entry.file, entry.line, entry.spec.target
 
 
-def _reason(message: str) -> str:
-    """Zero-config's message without the starter spec it prints: its first line says why."""
-    return message.strip().splitlines()[0] if message.strip() else "inputs could not be inferred"
+def _reason(message: str, target: str) -> str:
+    """Zero-config's message without the starter spec it prints (its first line says why),
+    and without the target's name, which the coverage shows above it."""
+    lines = message.strip().splitlines()
+    if not lines:
+        return "inputs could not be inferred"
+    return lines[0].removeprefix(f"cannot infer inputs for {target}: ")
