@@ -91,13 +91,30 @@ def definitions_in_module(dotted: str, project: Path | None = None) -> list[Defi
     return _definitions(sources)
 
 
-def definitions_in_directory(directory: str) -> list[Definition]:
-    """The definitions of every .py file below `directory`, each named by its path (which
+def definitions_in_directory(directory: str, project: Path | None = None) -> list[Definition]:
+    """The definitions of every .py file below `directory`: those of its package when the
+    directory is one that imports from `project` (default: the cwd) under its path's name
+    (`mypkg/` is `mypkg`), else each named by its path (which
     gradverify.spec.identity.canonical turns into its module when that imports it)."""
+    dotted = _package_at(Path(directory), (project or Path.cwd()).resolve())
+    if dotted is not None:
+        return definitions_in_module(dotted, project) or []
     sources = []
     for file in python_files(Path(directory)):
         sources.append(_Source(file, _module_of_file(file), file.as_posix()))
     return _definitions(sources)
+
+
+def _package_at(directory: Path, project: Path) -> str | None:
+    """The dotted name that imports `directory` as a package from `project`, if any."""
+    try:
+        parts = directory.resolve().relative_to(project).parts
+    except ValueError:
+        return None
+    dotted = ".".join(parts)
+    if not parts or not is_module_name(dotted):
+        return None
+    return dotted if module_file(dotted, project) == directory.resolve() / "__init__.py" else None
 
 
 def _module_of_file(file: Path) -> str:
