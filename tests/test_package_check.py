@@ -75,7 +75,9 @@ def test_a_directory_of_code_finds_what_its_package_name_finds(
 ) -> None:
     monkeypatch.chdir(ROOT)
     by_name = [canonical(d.target) for d in definitions_in_module(PACKAGE) or []]
-    by_path = [canonical(d.target) for d in definitions_in_directory("tests/functions/coverage_pkg/")]
+    by_path = [
+        canonical(d.target) for d in definitions_in_directory("tests/functions/coverage_pkg/")
+    ]
 
     assert by_path == by_name
 
@@ -111,7 +113,7 @@ def test_a_directory_with_specs_keeps_meaning_its_specs(tmp_path: Path) -> None:
 def test_a_package_without_functions_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "plain.py").write_text("def f(x):\n    return x\n", encoding="utf-8")
 
-    with pytest.raises(UsageError, match="defines no torch.autograd.Function"):
+    with pytest.raises(UsageError, match=r"defines no torch\.autograd\.Function"):
         make_plan([str(tmp_path)])
 
 
@@ -216,8 +218,10 @@ def test_every_bundled_function_and_op_is_checked_through_the_console_script() -
     """The CI step over a whole codebase: `gradverify check gradverify.examples` from the
     project root, where specs/ names every bundled Function."""
     completed = subprocess.run(
-        [str(Path(sys.executable).parent / "gradverify"), "check", "gradverify.examples"]
-        + ["--format", "json", "--no-cache"],
+        [
+            str(Path(sys.executable).parent / "gradverify"),
+            *("check", "gradverify.examples", "--format", "json", "--no-cache"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -154,7 +154,7 @@ def _definitions(sources: list[_Source]) -> list[Definition]:
     found = [
         Definition(f"{c.source.spelling}:{c.node.name}", "Function", c.source.file, c.node.lineno)
         for key, c in classes.items()
-        if key in functions and functions[key]
+        if functions.get(key)
     ]
     return sorted([*found, *ops], key=lambda d: (d.file.as_posix(), d.line))
 
@@ -187,7 +187,9 @@ def _defines_forward(node: ast.ClassDef) -> bool:
 
 def _imported_names(tree: ast.Module, source: _Source) -> dict[str, str]:
     """What each name imported at the top of the module stands for, dotted."""
-    package = source.module if source.file.name == "__init__.py" else source.module.rpartition(".")[0]
+    package = (
+        source.module if source.file.name == "__init__.py" else source.module.rpartition(".")[0]
+    )
     names: dict[str, str] = {}
     for statement in top_level(tree.body):
         if isinstance(statement, ast.Import):

@@ -68,13 +68,13 @@ def make_plan(
             plan.entries.extend(_entries_of(argument))
             plan.notes.extend(_package_note(argument))
         elif ":" not in argument:
-            found = definitions_in_module(argument) if is_module_name(argument) else None
-            if found is None:
+            defined = definitions_in_module(argument) if is_module_name(argument) else None
+            if defined is None:
                 raise UsageError(
                     f"{argument!r} is neither a spec file (.yaml/.yml), a directory, a module or "
                     "package that imports from here, nor a `module:Attr` target"
                 )
-            _add_definitions(plan, argument, found, spec_paths)
+            _add_definitions(plan, argument, defined, spec_paths)
     if spec is not None and plan.code_arguments:
         raise UsageError(
             f"--spec gives the cases of `module:Attr` targets, not of a package "
