@@ -22,7 +22,10 @@ from gradverify.exitcodes import ExitCode
 from gradverify.run import interrupts
 
 if TYPE_CHECKING:
+    from gradverify.run.coverage import PackageWork
     from gradverify.run.session import RunOptions
+    from gradverify.spec.load import SpecEntry
+    from gradverify.spec.plan import Plan
 
 app = typer.Typer(
     name="gradverify",
@@ -84,6 +87,8 @@ def check(
             "Function or function `package.module:Attr` / `path/file.py:Attr` (a "
             "torch.library.custom_op object too), a custom op `package.module:ns::name` "
             "(registered by importing the module) or `op:ns::name` (already registered). "
+            "A package or module name (`mypkg`), or a directory of Python code and no YAML: "
+            "every Function and custom op its code defines, with gradient coverage. "
             "A plain `file.py` is a changed file: the specs whose code lives in it or imports "
             "it run. None: the configured spec paths ([tool.gradverify] specs, default specs/).",
             show_default=False,
@@ -193,6 +198,14 @@ def check(
             show_default=False,
         ),
     ] = None,
+    require_specs: Annotated[
+        bool,
+        typer.Option(
+            "--require-specs",
+            help="With a package or a directory of code: fail (exit 1) when a Function or op "
+            "it defines is named by no spec, listing them (inferred inputs do not count).",
+        ),
+    ] = False,
     changed_files: Annotated[
         bool,
         typer.Option(
@@ -221,7 +234,7 @@ def check(
     )  # fmt: skip
     scope = _Scope(
         all_files=all_files, changed_files=changed_files, jobs=jobs,
-        extra_checks=tuple(extra_check or ()),
+        extra_checks=tuple(extra_check or ()), require_specs=require_specs,
     )  # fmt: skip
     code = _guarded(
         lambda: _check(paths or [], spec, options, output_format, quiet, scope, output, verbose)
@@ -237,6 +250,7 @@ class _Scope:
     changed_files: bool = False
     jobs: int | None = None
     extra_checks: tuple[str, ...] = ()  # --extra-check
+    require_specs: bool = False
 
 
 def _check(
@@ -266,21 +280,44 @@ def _check(
     work = resolve(paths, config.spec_paths, scope.all_files, scope.changed_files)
     plan = make_plan(work.arguments, spec, config.spec_paths) if work.arguments else Plan()
     entries = [*plan.entries, *work.entries]
-    notes = [note for note in (config.note, *work.notes) if note]
+    notes = [note for note in (config.note, *work.notes, *plan.notes) if note]
     for entry, note in session.infer_entries(plan.bare_targets, options):
         entries.append(entry)
         notes.append(note)
+    package = _package_work(plan, entries, options, scope.require_specs)
+    if package is not None:
+        entries.extend(package.entries)
+        notes.extend(package.notes)
     entries = with_extra_checks(with_defaults(entries, config), scope.extra_checks)
     terminal_format = OutputFormat.text if output is not None else output_format
     show_progress = terminal_format is OutputFormat.text and sys.stderr.isatty()
     with progress_listener(enabled=show_progress) as listener:
         report = session.run(entries, options, notes, listener)
+    if package is not None:
+        report = replace(report, coverage=package.coverage)
     render_options = RenderOptions(color=_use_color(), width=_width(), quiet=quiet, verbose=verbose)
     sys.stdout.write(FORMATS[terminal_format.value](report, render_options))
     if output is not None:
         file_options = RenderOptions(quiet=quiet, verbose=verbose)
         _write_report(output, FORMATS[output_format.value](report, file_options))
     return ExitCode.OK if report.passed else ExitCode.FAILED
+
+
+def _package_work(
+    plan: Plan, given: list[SpecEntry], options: RunOptions, require_specs: bool
+) -> PackageWork | None:
+    """The Functions found in package arguments (`gradverify check mypkg`), or None."""
+    from gradverify.errors import UsageError
+    from gradverify.run.coverage import package_work
+
+    if not plan.code_arguments:
+        if require_specs:
+            raise UsageError(
+                "--require-specs needs a package or a directory of code to find Functions in, "
+                "e.g. `gradverify check mypkg --require-specs`"
+            )
+        return None
+    return package_work(plan.defined, given, options, require_specs)
 
 
 def _write_report(path: str, report: str) -> None:

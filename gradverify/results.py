@@ -119,15 +119,61 @@ def finding_key(result: Result) -> tuple[object, ...] | None:
 
 
 @dataclass(frozen=True)
+class Uncovered:
+    """A Function that was not checked: no spec names it and its inputs could not be inferred."""
+
+    target: str
+    reason: str  # why inference stopped (zero-config's message)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Gradient coverage of a run over a package: how each Function and op found in its code
+    got its inputs (`gradverify check mypkg`)."""
+
+    with_specs: tuple[str, ...]
+    inferred: tuple[str, ...]
+    without_inputs: tuple[Uncovered, ...]
+    ops: int = 0  # how many of them are custom ops
+    require_specs: bool = False  # --require-specs: a Function no spec names fails the run
+
+    @property
+    def functions(self) -> int:
+        return len(self.with_specs) + len(self.inferred) + len(self.without_inputs)
+
+    @property
+    def unspecified(self) -> tuple[str, ...]:
+        """The Functions no spec names, in the order found."""
+        return (*self.inferred, *(uncovered.target for uncovered in self.without_inputs))
+
+    @property
+    def failed(self) -> bool:
+        return self.require_specs and bool(self.unspecified)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "functions": self.functions,
+            "custom_ops": self.ops,
+            "with_specs": list(self.with_specs),
+            "inferred": list(self.inferred),
+            "without_inputs": [asdict(uncovered) for uncovered in self.without_inputs],
+            "require_specs": self.require_specs,
+            "unspecified": list(self.unspecified),
+        }
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything one run found, in a deterministic order."""
 
     results: tuple[Result, ...]
     notes: tuple[str, ...] = field(default=())  # run-level remarks, e.g. "inputs inferred"
+    coverage: Coverage | None = None  # a run over a package or a directory of code
 
     @property
     def passed(self) -> bool:
-        return not any(result.failed for result in self.results)
+        failed_coverage = self.coverage is not None and self.coverage.failed
+        return not failed_coverage and not any(result.failed for result in self.results)
 
     @property
     def summary(self) -> Summary:
@@ -153,4 +199,5 @@ class Report:
             "summary": asdict(self.summary),
             "results": [result.to_dict() for result in self.results],
             "notes": list(self.notes),
+            "coverage": self.coverage.to_dict() if self.coverage is not None else None,
         }

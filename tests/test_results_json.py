@@ -14,7 +14,7 @@ from gradverify.results import REPORT_VERSION, Report, Result, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TOP_LEVEL = {"version", "passed", "summary", "results"}
+TOP_LEVEL = {"version", "passed", "summary", "results", "coverage"}
 SUMMARY = {
     "targets",
     "cases",

@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from gradverify.report.coverage import coverage_lines
 from gradverify.report.evidence import evidence
 from gradverify.report.maps import MismatchMap
 from gradverify.report.options import RenderOptions
@@ -69,6 +70,9 @@ def render(report: Report, options: RenderOptions) -> str:
         expanded = expanded or bool(body) or options.verbose
     if expanded:
         console.print()
+    if report.coverage is not None:
+        for line in coverage_lines(report.coverage):
+            console.print(line)
     console.print(_summary(report, options.width, options.verbose))
     # Rich pads wrapped and indented lines to the width; a plain report has no trailing blanks.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())

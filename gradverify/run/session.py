@@ -98,11 +98,31 @@ def infer_entries(targets: Sequence[str], options: RunOptions) -> list[tuple[Spe
     """
     if not targets:
         return []
+    results = infer_each(targets, options, keep_going=False)
+    return [result for result in results if not isinstance(result, GradverifyError)]
+
+
+def infer_each(
+    targets: Sequence[str], options: RunOptions, keep_going: bool = True
+) -> list[tuple[SpecEntry, str] | GradverifyError]:
+    """`infer_entries`, with a target whose inputs cannot be inferred given its error in its
+    place (`keep_going`) rather than raising it: a run over a package checks the others and
+    lists it in the coverage."""
+    if not targets:
+        return []
     from gradverify.inference.zeroconfig import cached_entry, inferred
 
     cache = ResultCache(options.cache_dir) if options.cache else None
     infer = _infer_in_worker(options) if options.isolation else inferred
-    return [cached_entry(target, cache, infer) for target in targets]
+    results: list[tuple[SpecEntry, str] | GradverifyError] = []
+    for target in targets:
+        try:
+            results.append(cached_entry(target, cache, infer))
+        except GradverifyError as error:
+            if not keep_going:
+                raise
+            results.append(error)
+    return results
 
 
 def _infer_in_worker(options: RunOptions) -> Callable[[str], dict[str, Any]]:

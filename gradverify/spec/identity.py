@@ -122,6 +122,12 @@ def _locate(module_part: str, project: Path) -> _Module:
     return _find_module(module_part, _roots(project))
 
 
+def module_file(dotted: str, project: Path | None = None) -> Path | None:
+    """The file that `import dotted` runs first (a package's `__init__.py`), looked up from
+    `project` (default: the cwd), then sys.path; None when there is none."""
+    return _find_module(dotted, _roots((project or Path.cwd()).resolve())).file
+
+
 def _roots(project: Path) -> tuple[Path, ...]:
     """Where `import` finds a module for gradverify.target.loading: the project, then sys.path."""
     return (project, *(Path(entry or ".").resolve() for entry in sys.path))
@@ -187,21 +193,21 @@ def _bindings(file: Path, module: str) -> dict[str, _Binding]:
         return {}
     package = module if file.name == "__init__.py" else module.rpartition(".")[0]
     found: dict[str, _Binding] = {}
-    for statement in _top_level(tree.body):
+    for statement in top_level(tree.body):
         found.update(_bound_by(statement, package))
     return found
 
 
-def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+def top_level(body: list[ast.stmt]) -> list[ast.stmt]:
     """The module's statements, with those of top-level `if` and `try` blocks."""
     statements: list[ast.stmt] = []
     for statement in body:
         if isinstance(statement, ast.If):
-            statements += _top_level(statement.body) + _top_level(statement.orelse)
+            statements += top_level(statement.body) + top_level(statement.orelse)
         elif isinstance(statement, ast.Try):
-            statements += _top_level(statement.body)
+            statements += top_level(statement.body)
             for handler in statement.handlers:
-                statements += _top_level(handler.body)
+                statements += top_level(handler.body)
         else:
             statements.append(statement)
     return statements
@@ -209,7 +215,7 @@ def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
 
 def _bound_by(statement: ast.stmt, package: str) -> dict[str, _Binding]:
     if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        ops = [_factory_name(decorator) for decorator in statement.decorator_list]
+        ops = [factory_name(decorator) for decorator in statement.decorator_list]
         op = next((name for name in ops if name is not None), None)
         return {statement.name: _Binding(defined=op is None, op=op)}
     if isinstance(statement, ast.ImportFrom):
@@ -236,7 +242,7 @@ def _op_of(value: ast.expr) -> str | None:
     """The op an assigned value is: `custom_op("ns::name", fn)`, `custom_op("ns::name")(fn)`
     or `torch.ops.ns.name`."""
     if isinstance(value, ast.Call):
-        return _factory_name(value) or _factory_name(value.func)
+        return factory_name(value) or factory_name(value.func)
     chain: list[str] = []
     node: ast.expr = value
     while isinstance(node, ast.Attribute):
@@ -248,7 +254,7 @@ def _op_of(value: ast.expr) -> str | None:
     return None
 
 
-def _factory_name(node: ast.expr) -> str | None:
+def factory_name(node: ast.expr) -> str | None:
     """The op name given to a `custom_op(...)` / `torch.library.triton_op(...)` call."""
     if not isinstance(node, ast.Call):
         return None

@@ -4,16 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from gradverify.errors import SpecError, SpecIssue, UsageError
+from gradverify.spec.definitions import (
+    Definition,
+    definitions_in_directory,
+    definitions_in_module,
+    is_module_name,
+    python_files,
+)
 from gradverify.spec.discover import (
     DEFAULT_SPEC_DIR,
     find_specs_for_target,
     is_spec_path,
     spec_files,
+    specs_in,
 )
-from gradverify.spec.identity import canonical
+from gradverify.spec.identity import TargetIdentity, canonical, identify
 from gradverify.spec.load import SpecEntry, load_spec_file
+
+
+@dataclass(frozen=True)
+class DefinedTarget:
+    """A Function or op found in the code of a package argument, with the specs that name it."""
+
+    definition: Definition
+    target: str  # canonical: the name zero-config runs and reports it under
+    entries: list[SpecEntry]  # none: no spec names it
 
 
 @dataclass
@@ -22,6 +40,10 @@ class Plan:
 
     entries: list[SpecEntry] = field(default_factory=list)
     bare_targets: list[str] = field(default_factory=list)  # no spec found: infer from the signature
+    # Found in packages and directories of code (`gradverify check mypkg`): coverage counts them.
+    defined: list[DefinedTarget] = field(default_factory=list)
+    code_arguments: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def make_plan(
@@ -38,14 +60,26 @@ def make_plan(
     if not arguments:
         raise UsageError("nothing to check: pass spec files, directories or `module:Attr` targets")
     plan = Plan()
-    targets = [a for a in arguments if not is_spec_path(a)]
+    targets = [a for a in arguments if ":" in a and not is_spec_path(a)]
     for argument in arguments:
-        if is_spec_path(argument):
+        if _is_code_directory(argument):
+            _add_definitions(plan, argument, definitions_in_directory(argument), spec_paths)
+        elif is_spec_path(argument):
             plan.entries.extend(_entries_of(argument))
+            plan.notes.extend(_package_note(argument))
         elif ":" not in argument:
-            raise UsageError(
-                f"{argument!r} is neither a spec file (.yaml/.yml), a directory, nor a `module:Attr` target"
-            )
+            defined = definitions_in_module(argument) if is_module_name(argument) else None
+            if defined is None:
+                raise UsageError(
+                    f"{argument!r} is neither a spec file (.yaml/.yml), a directory, a module or "
+                    "package that imports from here, nor a `module:Attr` target"
+                )
+            _add_definitions(plan, argument, defined, spec_paths)
+    if spec is not None and plan.code_arguments:
+        raise UsageError(
+            f"--spec gives the cases of `module:Attr` targets, not of a package "
+            f"({plan.code_arguments[0]!r}): name the Function, e.g. `module:Function --spec {spec}`"
+        )
     for target in targets:
         if spec is not None:
             target = canonical(target)
@@ -60,6 +94,56 @@ def make_plan(
         else:
             plan.bare_targets.append(canonical(target))
     return plan
+
+
+def _is_code_directory(argument: str) -> bool:
+    """A directory of Python code and no YAML: its Functions are checked. Any YAML below a
+    directory keeps it a directory of specs, as it always was."""
+    path = Path(argument)
+    return path.is_dir() and not spec_files(path) and bool(python_files(path))
+
+
+def _package_note(argument: str) -> list[str]:
+    """A spec directory that is a Python package: say how to check its code instead."""
+    path = Path(argument)
+    if not (path.is_dir() and (path / "__init__.py").is_file()):
+        return []
+    return [
+        f"{argument} holds YAML files, so it was read as a directory of specs; to check the "
+        "Functions its code defines, name the package (`gradverify check package.name`)"
+    ]
+
+
+def _add_definitions(
+    plan: Plan, argument: str, found: list[Definition], spec_paths: Sequence[str]
+) -> None:
+    if not found:
+        raise UsageError(
+            f"{argument!r} defines no torch.autograd.Function subclass and no custom op (read "
+            "from its source; one made at run time is named as a `module:Attr` target)"
+        )
+    plan.code_arguments.append(argument)
+    named = _specs_by_identity(spec_paths)
+    seen = {identify(item.definition.target) for item in plan.defined}
+    for definition in found:
+        identity = identify(definition.target)
+        if identity is not None:
+            if identity in seen:
+                continue  # found by an earlier argument too
+            seen.add(identity)
+        entries = named.get(identity, []) if identity is not None else []
+        plan.defined.append(DefinedTarget(definition, canonical(definition.target), entries))
+
+
+def _specs_by_identity(spec_paths: Sequence[str]) -> dict[TargetIdentity, list[SpecEntry]]:
+    """The specs in `spec_paths` by the identity of their target (discover.find_specs_for_identity
+    for every target at once: the specs are read once)."""
+    named: dict[TargetIdentity, list[SpecEntry]] = {}
+    for entry in specs_in(spec_paths):
+        identity = identify(entry.spec.target) if entry.spec.target is not None else None
+        if identity is not None:
+            named.setdefault(identity, []).append(entry)
+    return named
 
 
 def _entries_of(path: str) -> list[SpecEntry]:

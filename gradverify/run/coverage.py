@@ -1,0 +1,73 @@
+"""A run over a package (`gradverify check mypkg`): each Function and op its code defines is
+checked with the specs that name it, else with inputs inferred from its signature; one whose
+inputs cannot be inferred is listed, with the reason, in the run's gradient coverage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gradverify.errors import GradverifyError
+from gradverify.results import Coverage, Uncovered
+from gradverify.run.session import RunOptions, infer_each
+from gradverify.spec.load import SpecEntry
+from gradverify.spec.plan import DefinedTarget
+
+
+@dataclass(frozen=True)
+class PackageWork:
+    """The spec entries a package's Functions run, the notes on inferred ones, the coverage."""
+
+    entries: list[SpecEntry]
+    notes: list[str]
+    coverage: Coverage
+
+
+def package_work(
+    defined: Sequence[DefinedTarget],
+    given: Sequence[SpecEntry],
+    options: RunOptions,
+    require_specs: bool = False,
+) -> PackageWork:
+    """Entries for every target in `defined`, in the order found; a spec entry already `given`
+    on the command line (a spec file named beside the package) is not run twice."""
+    already = {_key(entry) for entry in given}
+    bare = [item.target for item in defined if not item.entries]
+    inferred_by_target = dict(zip(bare, infer_each(bare, options), strict=True))
+    entries: list[SpecEntry] = []
+    notes: list[str] = []
+    with_specs: list[str] = []
+    inferred: list[str] = []
+    without: list[Uncovered] = []
+    for item in defined:
+        if item.entries:
+            with_specs.append(item.entries[0].spec.target or item.target)
+            for entry in item.entries:
+                if _key(entry) not in already:
+                    already.add(_key(entry))
+                    entries.append(entry)
+            continue
+        outcome = inferred_by_target[item.target]
+        if isinstance(outcome, GradverifyError):
+            without.append(Uncovered(item.target, _reason(outcome.render(), item.target)))
+            continue
+        entry, note = outcome
+        entries.append(entry)
+        notes.append(note)
+        inferred.append(item.target)
+    ops = sum(1 for item in defined if item.definition.kind == "custom op")
+    coverage = Coverage(tuple(with_specs), tuple(inferred), tuple(without), ops, require_specs)
+    return PackageWork(entries, notes, coverage)
+
+
+def _key(entry: SpecEntry) -> tuple[str | None, int | None, str | None]:
+    return entry.file, entry.line, entry.spec.target
+
+
+def _reason(message: str, target: str) -> str:
+    """Zero-config's message without the starter spec it prints (its first line says why),
+    and without the target's name, which the coverage shows above it."""
+    lines = message.strip().splitlines()
+    if not lines:
+        return "inputs could not be inferred"
+    return lines[0].removeprefix(f"cannot infer inputs for {target}: ")
