@@ -147,7 +147,7 @@ class ConjMulForgotConj(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         z, w = ctx.saved_tensors
-        return grad * w, grad.conj() * z
+        return grad * w, grad * z.conj()
 
 
 class ConjMul(torch.autograd.Function):
@@ -206,13 +206,13 @@ class NLLLoss(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        log_p = torch.log_softmax(logits, -1)
-        ctx.save_for_backward(log_p, target)
-        return -log_p.gather(1, target[:, None]).mean()
+        ctx.save_for_backward(logits, target)
+        return -torch.log_softmax(logits, -1).gather(1, target[:, None]).mean()
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        log_p, target = ctx.saved_tensors
+        logits, target = ctx.saved_tensors
+        log_p = torch.log_softmax(logits, -1)
         one_hot = torch.zeros_like(log_p).scatter_(1, target[:, None], 1.0)
         return grad * (log_p.exp() - one_hot) / log_p.shape[0], None
 
