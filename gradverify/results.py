@@ -124,6 +124,8 @@ class Report:
 
     results: tuple[Result, ...]
     notes: tuple[str, ...] = field(default=())  # run-level remarks, e.g. "inputs inferred"
+    # zero-config targets: (target, the inferred cases, each {"case": name, "inputs": [...]})
+    inferred: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = field(default=())
 
     @property
     def passed(self) -> bool:
@@ -153,4 +155,5 @@ class Report:
             "summary": asdict(self.summary),
             "results": [result.to_dict() for result in self.results],
             "notes": list(self.notes),
+            "inferred": {target: list(cases) for target, cases in self.inferred},
         }
