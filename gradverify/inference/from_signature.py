@@ -123,7 +123,10 @@ class Inference:
         """Why inference gave up, as plain text (None: it did not)."""
         if self.rejection is None:
             return None
-        return f"forward rejected every input tried ({self.rejection})"
+        guessed = [c.name for c in self.choices if c.kind == TENSOR and c.dtype == "float64"]
+        named = [name for name in guessed if re.search(rf"\b{re.escape(name)}\b", self.rejection)]
+        which = f" for {', '.join(named or guessed)}" if guessed else ""
+        return f"forward rejected every shape tried{which} ({self.rejection})"
 
     @property
     def cases(self) -> list[tuple[str, tuple[Choice, ...]]]:

@@ -108,8 +108,7 @@ def _explain(inference: Inference) -> str:
     path = f"specs/{file_name(inference.target)}"
     return "\n".join(
         [
-            f"cannot infer inputs for {inference.target}: forward rejected every guess "
-            f"({inference.rejection})",
+            f"cannot infer inputs for {inference.target}: {inference.stopped}",
             f"Write a spec that gives the inputs, e.g. {path} (`gradverify init "
             f"{inference.target}` writes it):",
             "",
