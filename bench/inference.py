@@ -41,14 +41,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     options = parser.parse_args()
-    from gradverify.inference import from_signature
-    from gradverify.target.loading import load_target
-
     from dataclasses import replace
 
+    from gradverify.inference import from_signature
     from gradverify.run import session
     from gradverify.run.session import RunOptions
     from gradverify.spec.load import SpecEntry
+    from gradverify.target.loading import load_target
 
     run_options = RunOptions(isolation=False, cache=False)
 
@@ -56,7 +55,9 @@ def main() -> None:
         entry = SpecEntry(spec=inference.spec(), file=None)  # type: ignore[attr-defined]
         session.run([entry], run_options)
 
-    print("| Function | cases | probing: base / all (s) | ratio | checks: base / all cases (s) | ratio |")
+    print(
+        "| Function | cases | probing: base / all (s) | ratio | checks: base / all cases (s) | ratio |"
+    )
     print("|---|---|---|---|---|---|")
     for spec in TARGETS:
         target = load_target(spec)

@@ -57,7 +57,10 @@ def test_a_backward_that_hard_codes_the_last_dim_fails_where_dim_is_another() ->
     report = zero_config("SoftmaxSumLast")
 
     assert not report.passed
-    assert set(failed_cases(report)) == {"inferred: x [3, 5], dim=0", "inferred: x [2, 3, 4], dim=1"}
+    assert set(failed_cases(report)) == {
+        "inferred: x [3, 5], dim=0",
+        "inferred: x [2, 3, 4], dim=1",
+    }
 
 
 def test_a_right_softmax_passes_every_inferred_case() -> None:
@@ -87,7 +90,9 @@ def test_rank_4_where_forward_needs_nchw() -> None:
 # --- a default that hides a bug --------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "label"), [("ScaledLeakyReLU", "scale=2.0"), ("ShiftDropsOffset", "offset=0.5")])
+@pytest.mark.parametrize(
+    ("name", "label"), [("ScaledLeakyReLU", "scale=2.0"), ("ShiftDropsOffset", "offset=0.5")]
+)
 def test_a_factor_of_1_and_an_offset_of_0_get_a_second_value(name: str, label: str) -> None:
     assert label in labels(name)
     assert not any(item.startswith("slope") for item in labels(name))  # 0.01 hides nothing
@@ -116,7 +121,9 @@ def test_an_unreduced_bias_gradient_is_found_out() -> None:
     report = zero_config("AddBiasUnreduced")
 
     flagged = [
-        r for r in report.results if r.status in (Status.FAIL, Status.WARN) and r.check == "backward"
+        r
+        for r in report.results
+        if r.status in (Status.FAIL, Status.WARN) and r.check == "backward"
     ]
     assert [(r.case, "argument 1 (bias)" in r.message) for r in flagged] == [
         ("inferred: x [3, 5], bias [5]", True)
@@ -164,6 +171,14 @@ def test_an_int64_target_beside_float_logits() -> None:
     assert (logits.dtype, target.dtype) == ("float64", "int64")
     assert target.shape == logits.shape[:1] and target.high == 1
     assert zero_config("NLLLoss").passed
+
+
+def test_a_mask_is_a_bool_tensor_of_the_masked_shape() -> None:
+    x, mask = inferred("MaskedFillForgotMask").choices
+
+    assert (mask.dtype, mask.shape, mask.requires_grad) == ("bool", x.shape, False)
+    assert not zero_config("MaskedFillForgotMask").passed
+    assert zero_config("MaskedFill").passed
 
 
 def test_a_float_argument_is_not_taken_for_indices() -> None:

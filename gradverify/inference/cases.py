@@ -89,7 +89,9 @@ def _ranks_and_dims(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice],
         return
     dims = [i for i, c in enumerate(base) if c.name in DIM_NAMES and _is_int(c.value)]
     for shape in RANKS:
-        reshaped = [replace(c, shape=shape) if _like(c, first) else c for c in base]
+        reshaped = [
+            replace(c, shape=shape) if _like(c, first) or _mask_of(c, first) else c for c in base
+        ]
         name = f"{first.name} {list(shape)}"
         if not dims:
             yield name, reshaped, False
@@ -123,6 +125,10 @@ def _complex(base: Sequence[Choice]) -> tuple[str, list[Choice], bool]:
         for c in base
     ]
     return "complex128", changed, False
+
+
+def _mask_of(choice: Choice, first: Choice) -> bool:
+    return choice.dtype == "bool" and choice.shape == first.shape
 
 
 def _first_float(base: Sequence[Choice]) -> Choice | None:

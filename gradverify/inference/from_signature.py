@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.source import SourceFacts, read_forward
+from gradverify.inference.source import SourceFacts, is_mask, read_forward
 
 if TYPE_CHECKING:
     from gradverify.spec.models import FunctionSpec
@@ -229,8 +229,12 @@ class _Plan:
     requires_grad: bool = True
 
     indices: bool = False  # an integer index tensor (gradverify.inference.source)
+    mask: bool = False  # the index tensor is a bool mask
 
     def choice(self, layout: tuple[int, ...] | str) -> Choice:
+        if self.mask:  # a mask is shaped like what it masks
+            shape = self._shape(layout)
+            return Choice(self.name, TENSOR, shape, None, self.reason, False, "bool", 0, 1)
         if self.indices:
             shape = INDEX_SHAPES.get(layout, (2,))
             return Choice(self.name, TENSOR, shape, None, self.reason, False, "int64", 0, 0)
@@ -257,8 +261,11 @@ def _plans(target: Target) -> list[_Plan]:
     for index, name in enumerate(target.parameters):
         annotation = annotations.get(name, "")
         if name in facts.indices and name not in target.defaults and annotation in ("", "Tensor"):
-            reason = "forward indexes with it: int64 indices"
-            plans.append(_Plan(index, name, TENSOR, None, reason, False, False, indices=True))
+            mask = is_mask(name)
+            reason = f"forward indexes with it: {'a bool mask' if mask else 'int64 indices'}"
+            plans.append(
+                _Plan(index, name, TENSOR, None, reason, False, False, indices=True, mask=mask)
+            )
         elif name in target.defaults:
             default = target.defaults[name]
             tensorish = default is None and ("Tensor" in annotation or BIAS_NAMES.search(name))

@@ -13,7 +13,6 @@ from typing import Any
 
 from gradverify.target.syntax import own_nodes, parsed_function
 
-# Calls whose argument at the given position (or keyword) is an index tensor.
 # Calls whose argument at the given position (as torch.* writes it), or keyword, is an index
 # tensor. As a method (`weight.index_select(0, idx)`) the tensor is the receiver: one less.
 INDEX_CALLS = {
@@ -21,12 +20,21 @@ INDEX_CALLS = {
     "take": (1, "index"), "take_along_dim": (1, "indices"), "index_add": (2, "index"),
     "scatter_add": (2, "index"), "nll_loss": (1, "target"), "cross_entropy": (1, "target"),
     "one_hot": (0, "tensor"), "bincount": (0, "input"),
+    "masked_fill": (1, "mask"), "masked_select": (1, "mask"), "masked_scatter": (1, "mask"),
 }  # fmt: skip
 # Names that conventionally hold indices or class labels.
 INDEX_NAMES = re.compile(
     r"^(idx|idxs|index|indices|ids|token_ids|input_ids|target|targets|label|labels)$", re.I
 )
-COMPLEX_MARKS = ("conj", "view_as_real", "view_as_complex", "real", "imag", "angle", "conj_physical")
+COMPLEX_MARKS = (
+    "conj",
+    "view_as_real",
+    "view_as_complex",
+    "real",
+    "imag",
+    "angle",
+    "conj_physical",
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,9 @@ class SourceFacts:
     complex: bool = False
 
 
-def read_forward(forward: Any, parameters: tuple[str, ...], annotations: dict[str, str]) -> SourceFacts:
+def read_forward(
+    forward: Any, parameters: tuple[str, ...], annotations: dict[str, str]
+) -> SourceFacts:
     """The facts of `forward`'s source; none where there is no source to read."""
     complex_annotated = any("complex" in text.lower() for text in annotations.values())
     node = parsed_function(forward)
@@ -55,16 +65,20 @@ def read_forward(forward: Any, parameters: tuple[str, ...], annotations: dict[st
                 complex_used = True
         elif isinstance(child, ast.Attribute) and child.attr in ("real", "imag"):
             complex_used = True
-    # A subscript by a name that holds a float (x[mask] or w[idx]): only index-like uses count,
-    # so a parameter indexed *into* is not an index; a name must also look like one or be
-    # used by an index call.
+    # Only the subscript (w[idx], x[mask]), never the tensor indexed into; and a name must
+    # look like indices or a mask, or be given to an index call, to be taken for one.
     indices = {name for name in indices if _looks_like_index(name, node)}
     return SourceFacts(frozenset(indices), complex_used)
 
 
 def by_name(parameter: str) -> bool:
-    """A parameter named like indices or labels."""
-    return bool(INDEX_NAMES.match(parameter))
+    """A parameter named like indices, labels or a mask."""
+    return bool(INDEX_NAMES.match(parameter)) or is_mask(parameter)
+
+
+def is_mask(parameter: str) -> bool:
+    """A parameter named like a boolean mask (`mask`, `attn_mask`, `keep_mask`)."""
+    return "mask" in parameter.lower()
 
 
 def _looks_like_index(name: str, node: ast.AST) -> bool:

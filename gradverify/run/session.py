@@ -87,9 +87,8 @@ def _inferred_cases(
     for entry in entries:
         if entry.file is None:
             cases = entry.spec.model_dump(mode="json")["cases"]
-            yield entry.spec.target, tuple(
-                {"case": case["name"], "inputs": case["inputs"]} for case in cases
-            )
+            target = entry.spec.target or ""
+            yield target, tuple({"case": case["name"], "inputs": case["inputs"]} for case in cases)
 
 
 def start_early(options: RunOptions) -> None:

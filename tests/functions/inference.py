@@ -312,3 +312,31 @@ class FixedShape(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         return grad * 0.5, None
+
+
+class MaskedFillForgotMask(torch.autograd.Function):
+    """x with the masked elements set to 0; backward passes the gradient of every element,
+    masked or not."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(mask)
+        return x.masked_fill(mask, 0.0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
+class MaskedFill(torch.autograd.Function):
+    """x with the masked elements set to 0; backward zeroes their gradient too."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(mask)
+        return x.masked_fill(mask, 0.0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (mask,) = ctx.saved_tensors
+        return grad.masked_fill(mask, 0.0), None
