@@ -85,11 +85,10 @@ def init(
     text = starter_text(inference)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    if inference.rejection is not None:
-        names = ", ".join(c.name for c in inference.choices if c.kind == "tensor")
+    if inference.stopped is not None:
         advice = [
-            f"forward rejected every guess of shapes ({inference.rejection}): give {names} the "
-            f"shapes forward expects in {path}, then run `gradverify check {path}`"
+            f"{inference.stopped}: give the shapes (and dtypes, ranges) forward expects in "
+            f"{path}, then run `gradverify check {path}`"
         ]
         return Starter(path, text, None, advice, inference)
     report = run(path) if run is not None else None

@@ -169,6 +169,8 @@ class Report:
     results: tuple[Result, ...]
     notes: tuple[str, ...] = field(default=())  # run-level remarks, e.g. "inputs inferred"
     coverage: Coverage | None = None  # a run over a package or a directory of code
+    # zero-config targets: (target, the inferred cases, each {"case": name, "inputs": [...]})
+    inferred: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = field(default=())
 
     @property
     def passed(self) -> bool:
@@ -200,4 +202,5 @@ class Report:
             "results": [result.to_dict() for result in self.results],
             "notes": list(self.notes),
             "coverage": self.coverage.to_dict() if self.coverage is not None else None,
+            "inferred": {target: list(cases) for target, cases in self.inferred},
         }

@@ -420,8 +420,10 @@ def test_init_when_forward_rejects_every_guess(module):
     name = module(PICKY)
     result = init(f"{name}:Picky")
     assert result.exit_code == ExitCode.FAILED, result.output
-    assert "forward rejected every guess of shapes (ValueError: x must be 5x7" in result.stdout
-    assert "give x the shapes forward expects in specs/picky.yaml" in result.stdout
+    assert "forward rejected every shape tried for x (ValueError: x must be 5x7" in result.stdout
+    assert (
+        "give the shapes (and dtypes, ranges) forward expects in specs/picky.yaml" in result.stdout
+    )
     assert load_spec_file("specs/picky.yaml")  # written, valid, to be adjusted
 
 

@@ -154,7 +154,9 @@ def test_zero_config_notes_are_in_the_json_too():
         invoke("check", "tests.functions.correct:Square", "--format", "json").stdout
     )
     assert any("inputs inferred" in note for note in document["notes"])
-    assert {r["case"] for r in document["results"]} == {"inferred"}
+    assert {r["case"] for r in document["results"]} == {
+        "inferred", "inferred: x [3, 5]", "inferred: x [2, 3, 4]",
+    }  # fmt: skip
 
 
 def test_zero_config_on_a_forward_that_rejects_the_guess_prints_a_spec_to_write():

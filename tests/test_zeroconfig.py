@@ -60,8 +60,8 @@ def user_module(
         class Pool(torch.autograd.Function):
             @staticmethod
             def forward(ctx, x, kernel=(2, 2), mode="it's", options={"a": 1}, flag=True):
-                if x.dim() != 4:
-                    raise ValueError("expected an NCHW input")
+                if x.dim() != 5:
+                    raise ValueError("expected an NCDHW input")
                 return x
 
             @staticmethod
@@ -234,7 +234,7 @@ def test_a_wrong_gradient_shape_is_run_and_reported_not_guessed_away(user_module
 def test_inferred_case_has_float64_vectors_for_parameters_without_defaults() -> None:
     entry, _ = infer_entry(load_target("tests.functions.correct:Mul"))
 
-    (case,) = entry.spec.cases
+    case = entry.spec.cases[0]  # the base case; other shapes follow
     assert case.name == "inferred"
     assert case.inputs == [TensorInput(shape=[4]), TensorInput(shape=[4])]
     assert all(item.dtype == "float64" and item.wants_grad for item in case.inputs)
@@ -312,7 +312,7 @@ def test_suggested_spec_is_a_valid_spec_for_the_target(user_module: str) -> None
 def test_suggested_spec_keeps_the_defaults_as_they_are(user_module: str) -> None:
     message = inference_error(load_target(f"{user_module}:Pool"))
 
-    assert "ValueError: expected an NCHW input" in message
+    assert "ValueError: expected an NCDHW input" in message
     assert "specs/pool.yaml" in message
     (entry,) = parse_spec(suggested_spec(message), "suggested.yaml")
     assert entry.spec.cases[0].inputs[1:] == [

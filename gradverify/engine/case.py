@@ -110,7 +110,7 @@ def _explored(
     """`produced`, or a failure found on a further draw (gradverify.engine.explore), and notes."""
     spent = sum(result.seconds for result in context.earlier)
     budget = max(0.0, job.entry.spec.timeout / 2 - spent)  # never the case's own timeout
-    inferred = job.entry.file is None and case.name == INFERRED_CASE_NAME  # zero-config
+    inferred = job.entry.file is None and case.name.startswith(INFERRED_CASE_NAME)  # zero-config
     outcome = explore(context, case, produced, budget, inferred)
     return outcome.results, outcome.notes
 

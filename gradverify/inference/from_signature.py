@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.source import SourceFacts, is_mask, read_forward
+
 if TYPE_CHECKING:
     from gradverify.spec.models import FunctionSpec
     from gradverify.target.loaded import Target
@@ -45,8 +47,15 @@ SCALAR_NAMES: dict[str, Any] = {
 ELEMENTWISE = (4,)
 LINEAR_INPUT, LINEAR_WEIGHT, LINEAR_BIAS = (2, 4), (3, 4), (3,)
 SQUARE = (3, 3)
+NCHW, CHANNELS = (2, 3, 4, 4), (3,)  # where forward wants a batch of images
+LAYOUTS: tuple[tuple[int, ...] | str, ...] = (ELEMENTWISE, "linear", SQUARE, "nchw")
+# An index tensor: longer than what it indexes, so that its values repeat.
+INDEX_SHAPES: dict[Any, tuple[int, ...]] = {ELEMENTWISE: (6,), "linear": LINEAR_INPUT[:1]}
+# Where forward's output is not finite on [-1, 1] (log, sqrt, a fractional power).
+POSITIVE = (0.1, 2.0)
 
 TENSOR, NUMBER, LITERAL = "tensor", "number", "literal"
+NOT_FINITE = "forward's output is not finite"
 STAGES = ("forward", "backward", "done")  # how far a probe got
 
 
@@ -60,12 +69,18 @@ class Choice:
     value: Any = None
     reason: str = ""
     requires_grad: bool = True  # False for a tensor an op writes in place (mutates_args)
+    dtype: str = "float64"  # int64 for an index tensor, complex128 where forward is complex
+    low: float = -1.0
+    high: float = 1.0
 
     @property
     def item(self) -> Any:
         """The spec's input for it."""
         if self.kind == TENSOR:
-            item = {"shape": list(self.shape), "low": -1.0, "high": 1.0}
+            item: dict[str, Any] = {"shape": list(self.shape)}
+            if self.dtype != "float64":
+                item["dtype"] = self.dtype
+            item.update(low=self.low, high=self.high)
             return item if self.requires_grad else {**item, "requires_grad": False}
         if isinstance(self.value, dict):
             return {"value": self.value}  # a bare mapping would read as a tensor
@@ -73,7 +88,11 @@ class Choice:
 
     def describe(self) -> str:
         if self.kind == TENSOR:
-            what = f": a float64 tensor {list(self.shape)}"
+            what = f": a {self.dtype} tensor {list(self.shape)}"
+            if self.dtype.startswith("int"):
+                what += f" of indices {self.low:g}..{self.high:g}"
+            elif (self.low, self.high) == POSITIVE:
+                what += f" in [{self.low:g}, {self.high:g}]"
         elif self.kind == NUMBER:
             what = f": the {kind_of(self.value)} {self.item!r}"
         else:
@@ -97,6 +116,22 @@ class Inference:
     variadic: str | None = None
     ran: bool = True  # forward and backward ran, every gradient well-formed
     rejection: str | None = None  # forward rejected every candidate: its first complaint
+    extra: tuple[tuple[str, tuple[Choice, ...]], ...] = ()  # (label, choices): more cases
+
+    @property
+    def stopped(self) -> str | None:
+        """Why inference gave up, as plain text (None: it did not)."""
+        if self.rejection is None:
+            return None
+        guessed = [c.name for c in self.choices if c.kind == TENSOR and c.dtype == "float64"]
+        named = [name for name in guessed if re.search(rf"\b{re.escape(name)}\b", self.rejection)]
+        which = f" for {', '.join(named or guessed)}" if guessed else ""
+        return f"forward rejected every shape tried{which} ({self.rejection})"
+
+    @property
+    def cases(self) -> list[tuple[str, tuple[Choice, ...]]]:
+        """Every inferred case: the base one (its label empty), then the extra ones."""
+        return [("", self.choices), *self.extra]
 
     def inputs(self) -> list[Any]:
         return [choice.item for choice in self.choices]
@@ -104,28 +139,79 @@ class Inference:
     def spec(self, case: str = "inferred") -> FunctionSpec:
         from gradverify.spec.models import FunctionSpec
 
-        return FunctionSpec.model_validate(
-            {"target": self.target, "cases": [{"name": case, "inputs": self.inputs()}]}
-        )
+        cases = [
+            {"name": case_name(case, label), "inputs": [choice.item for choice in choices]}
+            for label, choices in self.cases
+        ]
+        return FunctionSpec.model_validate({"target": self.target, "cases": cases})
 
     def summary(self) -> str:
         return ", ".join(choice.describe() for choice in self.choices) or "no arguments"
 
+    def coverage(self) -> str:
+        """The cases in a phrase: `4 cases (x [4]; x [3, 5], dim=0; ...)`."""
+        labels = [label or _label(self.choices) for label, _ in self.cases]
+        count = f"{len(labels)} case" + ("s" if len(labels) != 1 else "")
+        return f"{count} ({'; '.join(labels)})"
+
+
+def case_name(base: str, label: str) -> str:
+    """An extra case's name: the base name, then what it varies."""
+    return f"{base}: {label}" if label else base
+
+
+def _label(choices: Sequence[Choice]) -> str:
+    tensors = [f"{c.name} {list(c.shape)}" for c in choices if c.kind == TENSOR]
+    return ", ".join(tensors) or "no tensors"
+
+
+def _in_domain(choices: list[Choice], low: float, high: float) -> list[Choice]:
+    """Float tensors drawn from [low, high], index tensors fit to them."""
+    ranged = [replace(c, low=low, high=high) if _is_float(c) else c for c in choices]
+    return fit_indices(ranged)
+
+
+def fit_indices(choices: Sequence[Choice]) -> list[Choice]:
+    """Index tensors valid for the smallest size a float tensor has (so that they index any
+    of its dimensions), from 0, with repeats."""
+    sizes = [n for c in choices if _is_float(c) for n in c.shape]
+    top = max(0, min(sizes, default=1) - 1)
+    return [replace(c, low=0, high=top) if c.dtype == "int64" else c for c in choices]
+
+
+def _is_float(choice: Choice) -> bool:
+    return choice.kind == TENSOR and choice.dtype == "float64"
+
 
 def infer(target: Target) -> Inference:
-    """Choose inputs for `target` by its signature and by probing forward and backward."""
+    """Choose inputs for `target` by its signature and by probing forward and backward:
+    one base case, then more cases that reach other paths (gradverify.inference.cases)."""
+    from gradverify.inference.cases import widened
+
+    base = _base(target)
+    if base.rejection is not None or not base.ran:
+        return base
+    return replace(base, extra=widened(target, base.choices))
+
+
+def _base(target: Target) -> Inference:
+    """The first assignment with which forward and backward run well."""
     plans = _plans(target)
     search = _Search(target)
-    for layout in (ELEMENTWISE, "linear", SQUARE):
-        found = search.settle([plan.choice(layout) for plan in plans], plans)
-        if found is not None:
-            return Inference(target.spec, tuple(found), target.variadic)
+    for low, high in ((-1.0, 1.0), POSITIVE):
+        for layout in LAYOUTS:
+            choices = _in_domain([plan.choice(layout) for plan in plans], low, high)
+            found = search.settle(choices, plans)
+            if found is not None:
+                return Inference(target.spec, tuple(found), target.variadic)
+        if not search.not_finite:
+            break
     if search.forward_ran is not None:  # the checks will show what backward does wrong
         return Inference(target.spec, tuple(search.forward_ran), target.variadic, ran=False)
     unknown = "forward rejected every shape tried: choose its shape"
     guesses = [
-        replace(choice, reason=unknown) if choice.kind == TENSOR else choice
-        for choice in (plan.choice(ELEMENTWISE) for plan in plans)
+        replace(choice, reason=unknown) if _is_float(choice) else choice
+        for choice in _in_domain([plan.choice(ELEMENTWISE) for plan in plans], -1.0, 1.0)
     ]
     return Inference(target.spec, tuple(guesses), target.variadic, False, search.first_error)
 
@@ -142,13 +228,25 @@ class _Plan:
     flexible: bool = True  # the other kind may be tried too
     requires_grad: bool = True
 
+    indices: bool = False  # an integer index tensor (gradverify.inference.source)
+    mask: bool = False  # the index tensor is a bool mask
+
     def choice(self, layout: tuple[int, ...] | str) -> Choice:
+        if self.mask:  # a mask is shaped like what it masks
+            shape = self._shape(layout)
+            return Choice(self.name, TENSOR, shape, None, self.reason, False, "bool", 0, 1)
+        if self.indices:
+            shape = INDEX_SHAPES.get(layout, (2,))
+            return Choice(self.name, TENSOR, shape, None, self.reason, False, "int64", 0, 0)
         if self.kind == TENSOR:
             shape = self._shape(layout)
             return Choice(self.name, TENSOR, shape, None, self.reason, self.requires_grad)
         return Choice(self.name, self.kind, value=self.value, reason=self.reason)
 
     def _shape(self, layout: tuple[int, ...] | str) -> tuple[int, ...]:
+        if layout == "nchw":
+            named = WEIGHT_NAMES.search(self.name) or BIAS_NAMES.search(self.name)
+            return CHANNELS if self.index > 0 and named else NCHW
         if layout != "linear":
             return layout  # type: ignore[return-value]
         if WEIGHT_NAMES.search(self.name):
@@ -158,10 +256,17 @@ class _Plan:
 
 def _plans(target: Target) -> list[_Plan]:
     annotations = annotations_of(target)
+    facts = source_facts(target)
     plans = []
     for index, name in enumerate(target.parameters):
         annotation = annotations.get(name, "")
-        if name in target.defaults:
+        if name in facts.indices and name not in target.defaults and annotation in ("", "Tensor"):
+            mask = is_mask(name)
+            reason = f"forward indexes with it: {'a bool mask' if mask else 'int64 indices'}"
+            plans.append(
+                _Plan(index, name, TENSOR, None, reason, False, False, indices=True, mask=mask)
+            )
+        elif name in target.defaults:
             default = target.defaults[name]
             tensorish = default is None and ("Tensor" in annotation or BIAS_NAMES.search(name))
             reason = (
@@ -197,6 +302,14 @@ def _written(target: Target, index: int) -> bool:
     return target.op is not None and target.dirty.marks(index)
 
 
+def source_facts(target: Target) -> SourceFacts:
+    """What forward's source shows of its parameters (indices, complex numbers)."""
+    forward = getattr(target.obj, "forward", target.obj) if target.is_function else target.obj
+    if target.op is not None:
+        return SourceFacts()
+    return read_forward(forward, tuple(target.parameters), annotations_of(target))
+
+
 def annotations_of(target: Target) -> dict[str, str]:
     """Parameter annotations as written (strings), read without evaluating them; an op's
     types from its schema."""
@@ -226,6 +339,7 @@ class _Search:
         self.target = target
         self.forward_ran: list[Choice] | None = None
         self.first_error: str | None = None
+        self.not_finite = False  # forward gave NaN or Inf somewhere: try a positive domain
         self.probes = 0
 
     def settle(self, choices: list[Choice], plans: Sequence[_Plan]) -> list[Choice] | None:
@@ -288,6 +402,7 @@ class _Search:
         outcome = probe(self.target, choices)
         if outcome.stage == "forward" and self.first_error is None:
             self.first_error = outcome.error
+        self.not_finite = self.not_finite or outcome.error == NOT_FINITE
         return outcome
 
 
@@ -345,7 +460,7 @@ def probe(target: Target, choices: Sequence[Choice]) -> _Outcome:
         items = outputs if isinstance(outputs, tuple | list) else (outputs,)
         tensors = [o for o in items if isinstance(o, torch.Tensor)]
         if any(o.is_floating_point() and not torch.isfinite(o).all() for o in tensors):
-            return _Outcome("forward", "forward's output is not finite")
+            return _Outcome("forward", NOT_FINITE)
         if not any(o.requires_grad for o in tensors):
             return _Outcome("done")
         try:

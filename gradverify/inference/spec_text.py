@@ -9,7 +9,14 @@ from typing import Any
 
 import yaml
 
-from gradverify.inference.from_signature import NUMBER, TENSOR, Choice, Inference, kind_of
+from gradverify.inference.from_signature import (
+    NUMBER,
+    TENSOR,
+    Choice,
+    Inference,
+    case_name,
+    kind_of,
+)
 from gradverify.spec.targets import parse_target
 
 
@@ -35,16 +42,24 @@ def file_name(target_spec: str) -> str:
 
 
 def spec_text(inference: Inference, case: str = "basic", header: Sequence[str] = ()) -> str:
-    """The inferred spec as YAML, one commented line per input saying what was chosen."""
-    lines = [*header, f"target: {inference.target}", "cases:", f"  - name: {case}"]
-    lines.append("    inputs:" if inference.choices else "    inputs: []")
-    items = [flow(choice.item) for choice in inference.choices]
-    width = max((len(item) for item in items), default=0)
-    for item, choice in zip(items, inference.choices, strict=True):
-        lines.append(f"      - {item.ljust(width)}   # {comment(choice)}")
-    if inference.variadic is not None:
-        lines.append(f"      # *{inference.variadic}: add its inputs here")
+    """The inferred spec as YAML, one commented line per input saying what was chosen; a
+    case for each inferred case."""
+    lines = [*header, f"target: {inference.target}", "cases:"]
+    for label, choices in inference.cases:
+        lines.append(f"  - name: {flow(case_name(case, label))}")
+        lines.extend(_inputs(choices, inference.variadic))
     return "\n".join(lines) + "\n"
+
+
+def _inputs(choices: Sequence[Choice], variadic: str | None) -> list[str]:
+    lines = ["    inputs:" if choices else "    inputs: []"]
+    items = [flow(choice.item) for choice in choices]
+    width = max((len(item) for item in items), default=0)
+    for item, choice in zip(items, choices, strict=True):
+        lines.append(f"      - {item.ljust(width)}   # {comment(choice)}")
+    if variadic is not None:
+        lines.append(f"      # *{variadic}: add its inputs here")
+    return lines
 
 
 def comment(choice: Choice) -> str:

@@ -26,16 +26,24 @@ class InferenceStore(Protocol):
 
 
 class InferenceError(GradverifyError):
-    """forward rejected every input inferred from its signature."""
+    """forward rejected every input inferred from its signature.
+
+    `reason` says why inference stopped, in one plain line (for a coverage summary).
+    """
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message.splitlines()[0]
 
 
 def infer_entry(target: Target) -> tuple[SpecEntry, str]:
     """A spec entry for `target` with one case, and a note saying what was inferred."""
     if target.variadic is not None and not target.parameters:
-        raise InferenceError(_needs_a_spec(target))
+        reason = f"forward takes *{target.variadic}: how many inputs needs a spec"
+        raise InferenceError(_needs_a_spec(target), reason)
     inference = infer(target)
-    if inference.rejection is not None:
-        raise InferenceError(_explain(inference))
+    if inference.stopped is not None:
+        raise InferenceError(_explain(inference), inference.stopped)
     return SpecEntry(spec=inference.spec(CASE), file=None), _note(inference)
 
 
@@ -77,9 +85,9 @@ def _entry(stored: dict[str, Any]) -> tuple[SpecEntry, str]:
 
 def _note(inference: Inference) -> str:
     note = (
-        f"no spec names {inference.target}; inputs inferred from forward's signature and a "
-        f"trial run ({inference.summary()}). `gradverify init {inference.target}` writes them "
-        f"to specs/{file_name(inference.target)} to adjust."
+        f"no spec names {inference.target}; inputs inferred from forward's signature and "
+        f"trial runs ({inference.summary()}): {inference.coverage()}. `gradverify init "
+        f"{inference.target}` writes them to specs/{file_name(inference.target)} to adjust."
     )
     if not inference.ran:
         note += " forward ran on them but backward did not run well on any guess: see below."
@@ -100,8 +108,7 @@ def _explain(inference: Inference) -> str:
     path = f"specs/{file_name(inference.target)}"
     return "\n".join(
         [
-            f"cannot infer inputs for {inference.target}: forward rejected every guess "
-            f"({inference.rejection})",
+            f"cannot infer inputs for {inference.target}: {inference.stopped}",
             f"Write a spec that gives the inputs, e.g. {path} (`gradverify init "
             f"{inference.target}` writes it):",
             "",

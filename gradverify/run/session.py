@@ -7,7 +7,7 @@ workers do, and the in-process path imports the engine only when it is chosen.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,22 @@ def run(
         all_notes.extend(f"{task.entry.spec.target} [{task.case}]: {note}" for note in case_notes)
         if cache is not None and task.id in ran:
             cache.store(task, case_results)
-    return Report(results=tuple(once_per_function(results)), notes=tuple(all_notes))
+    return Report(
+        results=tuple(once_per_function(results)),
+        notes=tuple(all_notes),
+        inferred=tuple(_inferred_cases(entries)),
+    )
+
+
+def _inferred_cases(
+    entries: Sequence[SpecEntry],
+) -> Iterator[tuple[str, tuple[dict[str, Any], ...]]]:
+    """The cases zero-config inferred (entries read from no file), for the report."""
+    for entry in entries:
+        if entry.file is None:
+            cases = entry.spec.model_dump(mode="json")["cases"]
+            target = entry.spec.target or ""
+            yield target, tuple({"case": case["name"], "inputs": case["inputs"]} for case in cases)
 
 
 def start_early(options: RunOptions) -> None:

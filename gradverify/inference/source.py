@@ -1,0 +1,129 @@
+"""What forward's source says about its parameters, read from its syntax tree without
+running it: which are used as indices, and whether forward handles complex numbers.
+
+Importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradverify.target.syntax import own_nodes, parsed_function
+
+# Calls whose argument at the given position (as torch.* writes it), or keyword, is an index
+# tensor. As a method (`weight.index_select(0, idx)`) the tensor is the receiver: one less.
+INDEX_CALLS = {
+    "embedding": (0, "input"), "index_select": (2, "index"), "gather": (2, "index"),
+    "take": (1, "index"), "take_along_dim": (1, "indices"), "index_add": (2, "index"),
+    "scatter_add": (2, "index"), "nll_loss": (1, "target"), "cross_entropy": (1, "target"),
+    "one_hot": (0, "tensor"), "bincount": (0, "input"),
+    "masked_fill": (1, "mask"), "masked_select": (1, "mask"), "masked_scatter": (1, "mask"),
+}  # fmt: skip
+# Names that conventionally hold indices or class labels.
+INDEX_NAMES = re.compile(
+    r"^(idx|idxs|index|indices|ids|token_ids|input_ids|target|targets|label|labels)$", re.I
+)
+COMPLEX_MARKS = (
+    "conj",
+    "view_as_real",
+    "view_as_complex",
+    "real",
+    "imag",
+    "angle",
+    "conj_physical",
+)
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What forward's source shows: parameters used as indices, complex handling."""
+
+    indices: frozenset[str] = field(default_factory=frozenset)
+    complex: bool = False
+
+
+def read_forward(
+    forward: Any, parameters: tuple[str, ...], annotations: dict[str, str]
+) -> SourceFacts:
+    """The facts of `forward`'s source; none where there is no source to read."""
+    complex_annotated = any("complex" in text.lower() for text in annotations.values())
+    node = parsed_function(forward)
+    if node is None:
+        return SourceFacts(complex=complex_annotated)
+    names = set(parameters)
+    indices: set[str] = set()
+    complex_used = complex_annotated
+    for child in own_nodes(node):
+        if isinstance(child, ast.Subscript):
+            indices.update(_names_in(child.slice) & names)
+        elif isinstance(child, ast.Call):
+            indices.update(_index_argument(child) & names)
+            if _called_name(child) in COMPLEX_MARKS:
+                complex_used = True
+        elif isinstance(child, ast.Attribute) and child.attr in ("real", "imag"):
+            complex_used = True
+    # Only the subscript (w[idx], x[mask]), never the tensor indexed into; and a name must
+    # look like indices or a mask, or be given to an index call, to be taken for one.
+    indices = {name for name in indices if _looks_like_index(name, node)}
+    return SourceFacts(frozenset(indices), complex_used)
+
+
+def by_name(parameter: str) -> bool:
+    """A parameter named like indices, labels or a mask."""
+    return bool(INDEX_NAMES.match(parameter)) or is_mask(parameter)
+
+
+def is_mask(parameter: str) -> bool:
+    """A parameter named like a boolean mask (`mask`, `attn_mask`, `keep_mask`)."""
+    return "mask" in parameter.lower()
+
+
+def _looks_like_index(name: str, node: ast.AST) -> bool:
+    return by_name(name) or name in _called_with_index(node)
+
+
+def _called_with_index(node: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Call):
+            found |= _index_argument(child)
+        elif isinstance(child, ast.Subscript) and isinstance(child.slice, ast.Name):
+            found.add(child.slice.id)  # w[idx]: the whole subscript is one name
+    return found
+
+
+def _index_argument(call: ast.Call) -> set[str]:
+    name = _called_name(call)
+    if name not in INDEX_CALLS:
+        return set()
+    position, keyword = INDEX_CALLS[name]
+    arguments = list(call.args)
+    if isinstance(call.func, ast.Attribute) and not _is_module(call.func.value) and position > 0:
+        position -= 1  # weight.index_select(0, idx): the tensor is the receiver
+    found = _names_in(arguments[position]) if position < len(arguments) else set()
+    for item in call.keywords:
+        if item.arg == keyword:
+            found |= _names_in(item.value)
+    return found
+
+
+def _is_module(node: ast.AST) -> bool:
+    """`torch`, `F`, `torch.nn.functional`: a module, not a tensor receiver."""
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in ("torch", "F", "functional", "nn")
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {child.id for child in ast.walk(node) if isinstance(child, ast.Name)}

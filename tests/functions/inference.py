@@ -1,0 +1,342 @@
+"""Functions for the inference rules (issue 16): for each rule a buggy Function whose bug
+shows only on inputs that rule infers, and a correct twin where the rule must not fire (or
+must fire without calling it wrong)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+# --- dim: every valid value of an argument forward uses as a dim -----------------------
+
+
+class SoftmaxSumLast(torch.autograd.Function):
+    """softmax over `dim` whose backward hard-codes sum(-1): right only when dim is the last."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        y = torch.softmax(x, dim)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (y,) = ctx.saved_tensors
+        return y * (grad - (grad * y).sum(-1, keepdim=True)), None
+
+
+class Softmax(torch.autograd.Function):
+    """softmax over `dim`, backward summing over the same dim."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        y = torch.softmax(x, dim)
+        ctx.save_for_backward(y)
+        ctx.dim = dim
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (y,) = ctx.saved_tensors
+        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True)), None
+
+
+# --- a number whose default hides a bug --------------------------------------------------
+
+
+class ScaledLeakyReLUDropsScale(torch.autograd.Function):
+    """scale * leaky_relu(x): backward forgets `scale`, invisible at its default 1.0."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, slope: float = 0.01, scale: float = 1.0) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.slope = slope
+        return scale * torch.where(x > 0, x, slope * x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (x,) = ctx.saved_tensors
+        return grad * torch.where(x > 0, 1.0, ctx.slope), None, None
+
+
+class ScaledLeakyReLU(torch.autograd.Function):
+    """scale * leaky_relu(x), backward right for every scale."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, slope: float = 0.01, scale: float = 1.0) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.slope, ctx.scale = slope, scale
+        return scale * torch.where(x > 0, x, slope * x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (x,) = ctx.saved_tensors
+        return grad * ctx.scale * torch.where(x > 0, 1.0, ctx.slope), None, None
+
+
+class ShiftDropsOffset(torch.autograd.Function):
+    """(x + offset)^2: backward forgets `offset`, invisible at its default 0.0."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, offset: float = 0.0) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return (x + offset) ** 2
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x, None
+
+
+# --- broadcasting --------------------------------------------------------------------------
+
+
+class AddBiasUnreduced(torch.autograd.Function):
+    """x + bias; backward returns the gradient of bias unreduced, [3, 4] for a [4] bias."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return x + bias
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return grad, grad
+
+
+class AddBias(torch.autograd.Function):
+    """x + bias, bias broadcast over the leading dims and its gradient reduced to its shape."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        ctx.bias_shape = bias.shape
+        return x + bias
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return grad, grad.sum_to_size(ctx.bias_shape)
+
+
+class MulSameShape(torch.autograd.Function):
+    """x * y for equal shapes only: forward refuses to broadcast, so no case may broadcast."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if x.shape != y.shape:
+            raise ValueError("x and y must have the same shape")
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = ctx.saved_tensors
+        return grad * y, grad * x
+
+
+# --- complex -----------------------------------------------------------------------------
+
+
+class ConjMulForgotConj(torch.autograd.Function):
+    """z * w.conj(); the gradient of w lacks a conjugate: wrong only on complex inputs."""
+
+    @staticmethod
+    def forward(ctx: Any, z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(z, w)
+        return z * w.conj()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z, w = ctx.saved_tensors
+        return grad * w, grad * z.conj()
+
+
+class ConjMul(torch.autograd.Function):
+    """z * w.conj(), right on complex inputs: grad_z = grad * w, grad_w = (grad * z.conj()).conj()."""
+
+    @staticmethod
+    def forward(ctx: Any, z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(z, w)
+        return z * w.conj()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z, w = ctx.saved_tensors
+        return grad * w, grad.conj() * z
+
+
+# --- integer index tensors -----------------------------------------------------------------
+
+
+class EmbeddingAssigns(torch.autograd.Function):
+    """weight[indices]; backward assigns where it must accumulate, so repeated indices lose
+    gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, indices: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(indices)
+        ctx.rows = weight.shape[0]
+        return weight[indices]
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (indices,) = ctx.saved_tensors
+        grad_weight = grad.new_zeros((ctx.rows, *grad.shape[1:]))
+        grad_weight[indices] = grad
+        return None, grad_weight
+
+
+class Embedding(torch.autograd.Function):
+    """weight[indices]; backward accumulates with index_add."""
+
+    @staticmethod
+    def forward(ctx: Any, indices: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(indices)
+        ctx.rows = weight.shape[0]
+        return weight[indices]
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (indices,) = ctx.saved_tensors
+        grad_weight = grad.new_zeros((ctx.rows, *grad.shape[1:]))
+        return None, grad_weight.index_add(0, indices, grad)
+
+
+class NLLLoss(torch.autograd.Function):
+    """Mean negative log-likelihood of float logits [N, C] at an int64 target [N]."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(logits, target)
+        return -torch.log_softmax(logits, -1).gather(1, target[:, None]).mean()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        logits, target = ctx.saved_tensors
+        log_p = torch.log_softmax(logits, -1)
+        one_hot = torch.zeros_like(log_p).scatter_(1, target[:, None], 1.0)
+        return grad * (log_p.exp() - one_hot) / log_p.shape[0], None
+
+
+# --- a positive domain ---------------------------------------------------------------------
+
+
+class SafeLogForgotReciprocal(torch.autograd.Function):
+    """log(x), NaN on x <= 0 (forward checks nothing); backward returns grad, not grad / x."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.log(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+class Log(torch.autograd.Function):
+    """log(x), right on its domain x > 0."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.log(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad / x
+
+
+# --- rank 4 (NCHW) -------------------------------------------------------------------------
+
+
+class ChannelScale(torch.autograd.Function):
+    """x * w[None, :, None, None] for NCHW x and one weight per channel; right."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4:
+            raise ValueError(f"expected an NCHW input, got {x.dim()}-D")
+        ctx.save_for_backward(x, w)
+        return x * w[None, :, None, None]
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return grad * w[None, :, None, None], (grad * x).sum((0, 2, 3))
+
+
+class ChannelScaleForgotSum(torch.autograd.Function):
+    """x * w[None, :, None, None] for NCHW x; the gradient of w sums over N only, shape [C, H, W]."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4:
+            raise ValueError(f"expected an NCHW input, got {x.dim()}-D")
+        ctx.save_for_backward(x, w)
+        return x * w[None, :, None, None]
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return grad * w[None, :, None, None], (grad * x).sum(0)
+
+
+# --- rank: a bug that shows only past rank 1 -----------------------------------------------
+
+
+class LogSumExpFlat(torch.autograd.Function):
+    """logsumexp over the last dim; backward takes the softmax over all of x, flattened:
+    right for 1-D x only."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.logsumexp(x, -1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad[..., None] * torch.softmax(x.flatten(), 0).view_as(x)
+
+
+class FixedShape(torch.autograd.Function):
+    """x of one shape only, which no inferred shape is: inference gives up, naming x."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, scale: float = 0.5) -> torch.Tensor:
+        if x.shape != (5, 7):
+            raise ValueError(f"x must be [5, 7], got {list(x.shape)}")
+        return x * scale
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad * 0.5, None
+
+
+class MaskedFillForgotMask(torch.autograd.Function):
+    """x with the masked elements set to 0; backward passes the gradient of every element,
+    masked or not."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(mask)
+        return x.masked_fill(mask, 0.0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
+class MaskedFill(torch.autograd.Function):
+    """x with the masked elements set to 0; backward zeroes their gradient too."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(mask)
+        return x.masked_fill(mask, 0.0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (mask,) = ctx.saved_tensors
+        return grad.masked_fill(mask, 0.0), None

@@ -1,0 +1,246 @@
+"""Inference that covers (issue 16): several inferred cases, each reaching a path the base
+case cannot, and each rule pinned by a Function where it must fire and one where it must
+not (tests/functions/inference.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gradverify.cli import app
+from gradverify.exitcodes import ExitCode
+from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.zeroconfig import InferenceError, infer_entry
+from gradverify.results import Report, Status
+from gradverify.run import session
+from gradverify.run.session import RunOptions
+from gradverify.target.loading import load_target
+
+MODULE = "tests.functions.inference"
+
+
+def inferred(name: str) -> Inference:
+    return infer(load_target(f"{MODULE}:{name}"))
+
+
+def labels(name: str) -> list[str]:
+    return [label for label, _ in inferred(name).extra]
+
+
+def zero_config(name: str) -> Report:
+    """The real zero-config run, in process."""
+    target = f"{MODULE}:{name}"
+    entry, note = infer_entry(load_target(target))
+    return session.run([entry], RunOptions(isolation=False, cache=False), [note])
+
+
+def failed_cases(report: Report) -> dict[str, set[str]]:
+    """case -> the arguments its failures name."""
+    found: dict[str, set[str]] = {}
+    for result in report.results:
+        if result.status is Status.FAIL:
+            found.setdefault(result.case, set()).add(result.message)
+    return found
+
+
+# --- dim: every valid value ------------------------------------------------------------------
+
+
+def test_every_dim_of_a_dim_argument_is_tried() -> None:
+    assert labels("Softmax") == ["x [3, 5], dim=0", "x [3, 5], dim=1", "x [2, 3, 4], dim=1"]
+
+
+def test_a_backward_that_hard_codes_the_last_dim_fails_where_dim_is_another() -> None:
+    report = zero_config("SoftmaxSumLast")
+
+    assert not report.passed
+    assert set(failed_cases(report)) == {
+        "inferred: x [3, 5], dim=0",
+        "inferred: x [2, 3, 4], dim=1",
+    }
+
+
+def test_a_right_softmax_passes_every_inferred_case() -> None:
+    report = zero_config("Softmax")
+
+    assert report.passed
+    assert report.summary.cases == 4
+
+
+# --- ranks -----------------------------------------------------------------------------------
+
+
+def test_a_bug_past_rank_1_is_caught_on_the_inferred_ranks() -> None:
+    report = zero_config("LogSumExpFlat")
+
+    assert set(failed_cases(report)) == {"inferred: x [3, 5]", "inferred: x [2, 3, 4]"}
+
+
+def test_rank_4_where_forward_needs_nchw() -> None:
+    inference = inferred("ChannelScale")
+
+    assert [choice.shape for choice in inference.choices] == [(2, 3, 4, 4), (3,)]
+    assert zero_config("ChannelScale").passed
+    assert not zero_config("ChannelScaleForgotSum").passed
+
+
+# --- a default that hides a bug --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "label"), [("ScaledLeakyReLU", "scale=2.0"), ("ShiftDropsOffset", "offset=0.5")]
+)
+def test_a_factor_of_1_and_an_offset_of_0_get_a_second_value(name: str, label: str) -> None:
+    assert label in labels(name)
+    assert not any(item.startswith("slope") for item in labels(name))  # 0.01 hides nothing
+
+
+def test_a_forgotten_scale_fails_on_the_second_value_naming_it() -> None:
+    report = zero_config("ScaledLeakyReLUDropsScale")
+
+    assert set(failed_cases(report)) == {"inferred: scale=2.0"}
+    assert zero_config("ScaledLeakyReLU").passed
+
+
+# --- broadcasting ----------------------------------------------------------------------------
+
+
+def test_a_second_tensor_is_broadcast_where_forward_broadcasts() -> None:
+    assert "x [3, 5], bias [5]" in labels("AddBias")
+
+
+def test_no_broadcast_case_where_forward_refuses_one() -> None:
+    assert labels("MulSameShape") == ["x [3, 5]", "x [2, 3, 4]"]
+    assert zero_config("MulSameShape").passed
+
+
+def test_an_unreduced_bias_gradient_is_found_out() -> None:
+    report = zero_config("AddBiasUnreduced")
+
+    flagged = [
+        r
+        for r in report.results
+        if r.status in (Status.FAIL, Status.WARN) and r.check == "backward"
+    ]
+    assert [(r.case, "argument 1 (bias)" in r.message) for r in flagged] == [
+        ("inferred: x [3, 5], bias [5]", True)
+    ]
+
+
+# --- complex ---------------------------------------------------------------------------------
+
+
+def test_a_function_that_conjugates_runs_on_complex_inputs() -> None:
+    (label, choices) = inferred("ConjMul").extra[-1]
+
+    assert label == "complex128"
+    assert {choice.dtype for choice in choices} == {"complex128"}
+    assert zero_config("ConjMul").passed
+    assert set(failed_cases(zero_config("ConjMulForgotConj"))) == {"inferred: complex128"}
+
+
+def test_no_complex_case_without_a_sign_of_complex_numbers() -> None:
+    assert "complex128" not in labels("AddBias")
+
+
+# --- integer indices -------------------------------------------------------------------------
+
+
+def test_indices_are_int64_valid_for_what_they_index_with_repeats() -> None:
+    for _, choices in inferred("Embedding").cases:
+        indices, weight = choices
+        assert (indices.dtype, indices.low, indices.requires_grad) == ("int64", 0, False)
+        assert indices.high == min(weight.shape) - 1
+        assert indices.shape[0] > weight.shape[0]  # more indices than rows: values repeat
+
+
+def test_an_assignment_where_accumulation_belongs_fails_zero_config() -> None:
+    report = zero_config("EmbeddingAssigns")
+
+    assert "inferred" in failed_cases(report)
+    assert any("argument 1 (weight)" in message for message in failed_cases(report)["inferred"])
+    assert zero_config("Embedding").passed
+
+
+def test_an_int64_target_beside_float_logits() -> None:
+    logits, target = inferred("NLLLoss").choices
+
+    assert (logits.dtype, target.dtype) == ("float64", "int64")
+    assert target.shape == logits.shape[:1] and target.high == 1
+    assert zero_config("NLLLoss").passed
+
+
+def test_a_mask_is_a_bool_tensor_of_the_masked_shape() -> None:
+    x, mask = inferred("MaskedFillForgotMask").choices
+
+    assert (mask.dtype, mask.shape, mask.requires_grad) == ("bool", x.shape, False)
+    assert not zero_config("MaskedFillForgotMask").passed
+    assert zero_config("MaskedFill").passed
+
+
+def test_a_float_argument_is_not_taken_for_indices() -> None:
+    assert {choice.dtype for choice in inferred("AddBias").choices} == {"float64"}
+
+
+# --- a positive domain -----------------------------------------------------------------------
+
+
+def test_a_positive_domain_where_forward_is_not_finite_on_minus_1_to_1() -> None:
+    (x,) = inferred("Log").choices
+
+    assert (x.low, x.high) == (0.1, 2.0)
+    assert zero_config("Log").passed
+    assert not zero_config("SafeLogForgotReciprocal").passed
+
+
+def test_the_domain_stays_minus_1_to_1_where_forward_is_finite_there() -> None:
+    (x, _) = inferred("Softmax").choices
+
+    assert (x.low, x.high) == (-1.0, 1.0)
+
+
+# --- what a run says it covered --------------------------------------------------------------
+
+
+def test_the_note_and_json_say_which_cases_were_inferred(tmp_path: Path) -> None:
+    target = f"{MODULE}:Softmax"
+    result = CliRunner().invoke(app, ["check", "--no-cache", "--format", "json", target])
+
+    assert result.exit_code == ExitCode.OK, result.output
+    document = json.loads(result.stdout)
+    cases = document["inferred"][target]
+    assert [case["case"] for case in cases] == [
+        "inferred", "inferred: x [3, 5], dim=0", "inferred: x [3, 5], dim=1", "inferred: x [2, 3, 4], dim=1",
+    ]  # fmt: skip
+    assert cases[1]["inputs"][1] == 0
+    assert "4 cases (x [4]; x [3, 5], dim=0; x [3, 5], dim=1; x [2, 3, 4], dim=1)" in " ".join(
+        document["notes"][0].split()
+    )
+
+
+def test_init_writes_the_same_cases_and_they_fail_on_the_bug(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    target = f"{MODULE}:EmbeddingAssigns"
+
+    result = CliRunner().invoke(app, ["init", target])
+
+    assert result.exit_code == ExitCode.FAILED, result.output
+    text = (tmp_path / "specs" / "embedding_assigns.yaml").read_text()
+    assert "{shape: [6], dtype: int64, low: 0, high: 3, requires_grad: false}" in text
+    assert "argument 1 (weight)" in result.output
+
+
+def test_the_reason_inference_stopped_is_plain_text_naming_the_argument() -> None:
+    with pytest.raises(InferenceError) as caught:
+        infer_entry(load_target(f"{MODULE}:FixedShape"))
+
+    assert caught.value.reason == (
+        "forward rejected every shape tried for x (ValueError: x must be [5, 7], got [4])"
+    )
+    assert inferred("FixedShape").stopped == caught.value.reason
+    assert inferred("Softmax").stopped is None
