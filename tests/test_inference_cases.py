@@ -244,3 +244,27 @@ def test_the_reason_inference_stopped_is_plain_text_naming_the_argument() -> Non
     )
     assert inferred("FixedShape").stopped == caught.value.reason
     assert inferred("Softmax").stopped is None
+
+
+def test_a_pass_on_inferred_inputs_is_one_line_saying_what_it_covered() -> None:
+    result = CliRunner().invoke(
+        app, ["check", "tests.functions.inference:Softmax", "--no-cache", "--no-isolation"]
+    )
+
+    assert result.exit_code == ExitCode.OK, result.output
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("✓")]
+    assert "tests.functions.inference:Softmax  inferred 4 cases ([4]; x [3, 5], dim=0;" in line
+    assert "x [2, 3, 4], dim=1)" in result.stdout  # the line may wrap at the terminal's width
+
+
+def test_a_finding_on_inferred_inputs_shows_each_case_on_its_own_line() -> None:
+    result = CliRunner().invoke(
+        app,
+        ["check", "tests.functions.inference:SoftmaxSumLast", "--no-cache", "--no-isolation"],
+    )
+
+    assert result.exit_code == ExitCode.FAILED
+    assert "✗ tests.functions.inference:SoftmaxSumLast  case inferred: x [3, 5], dim=0" in (
+        result.stdout
+    )
+    assert "inferred 4 cases" not in result.stdout

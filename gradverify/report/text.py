@@ -13,6 +13,7 @@ import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
@@ -51,23 +52,14 @@ def render(report: Report, options: RenderOptions) -> str:
     for note in report.notes:
         console.print(Text(note, style="cyan"))
     expanded = False
-    for (target, case), group in groupby(report.results, key=lambda r: (r.target, r.case)):
-        results = list(group)
-        if options.quiet and not any(r.failed for r in results):
+    inferred = dict(report.inferred)
+    for target, of_target in groupby(report.results, key=lambda r: r.target):
+        cases = [list(group) for _, group in groupby(of_target, key=lambda r: r.case)]
+        if _one_line(target, cases, inferred, options):
+            console.print(_inferred_line(target, cases, inferred[target], options.width))
             continue
-        if options.verbose:  # the table has a row for every skip
-            console.print(_case_table(target, case, results, options.quiet))
-            body = _findings(results, warnings=True, skips=False)
-        else:
-            quiet = options.quiet
-            # A case without findings stays one line: its skips are counted there, and
-            # `-v` says why (as pytest's `s` and `-rs`).
-            findings = any(r.status in (Status.FAIL, Status.WARN) for r in results)
-            body = _findings(results, warnings=not quiet, skips=not quiet and findings)
-            console.print(_case_line(target, case, results, options.width, bool(body)))
-        for item in body:
-            console.print(item)
-        expanded = expanded or bool(body) or options.verbose
+        for results in cases:
+            expanded = _print_case(console, results, options) or expanded
     if expanded:
         console.print()
     if report.coverage is not None:
@@ -76,6 +68,67 @@ def render(report: Report, options: RenderOptions) -> str:
     console.print(_summary(report, options.width, options.verbose))
     # Rich pads wrapped and indented lines to the width; a plain report has no trailing blanks.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+def _print_case(console: Console, results: list[Result], options: RenderOptions) -> bool:
+    """Print one case; True when more than its line was printed."""
+    target, case = results[0].target, results[0].case
+    if options.quiet and not any(r.failed for r in results):
+        return False
+    if options.verbose:  # the table has a row for every skip
+        console.print(_case_table(target, case, results, options.quiet))
+        body = _findings(results, warnings=True, skips=False)
+    else:
+        quiet = options.quiet
+        # A case without findings stays one line: its skips are counted there, and
+        # `-v` says why (as pytest's `s` and `-rs`).
+        findings = any(r.status in (Status.FAIL, Status.WARN) for r in results)
+        body = _findings(results, warnings=not quiet, skips=not quiet and findings)
+        console.print(_case_line(target, case, results, options.width, bool(body)))
+    for item in body:
+        console.print(item)
+    return bool(body) or options.verbose
+
+
+# A zero-config target whose inferred cases all passed.
+
+
+def _one_line(
+    target: str, cases: list[list[Result]], inferred: dict[str, Any], options: RenderOptions
+) -> bool:
+    """Whether a target's cases fold into one line: gradverify chose its inputs, and every
+    case passed without a finding (a finding is shown under its own case's line)."""
+    if target not in inferred or options.verbose or options.quiet:
+        return False
+    return not any(r.status in (Status.FAIL, Status.WARN) for results in cases for r in results)
+
+
+def _inferred_line(
+    target: str, cases: list[list[Result]], inferred: Sequence[dict[str, Any]], width: int
+) -> Text:
+    """`✓ target  inferred 4 cases ([4]; x [3, 5], dim=0; ...)  28 passed  0.11s`: what a pass
+    on inputs gradverify chose covered, so that it never reads like a full verification."""
+    labels = [_inferred_label(case) for case in inferred]
+    count = f"{len(labels)} case" + ("s" if len(labels) != 1 else "")
+    results = [result for case in cases for result in case]
+    status = _case_status(results)
+    head = Text.assemble((MARKS[status], STYLES[status]), " ", (target, "bold"), "  inferred ")
+    head.append(f"{count} ({'; '.join(labels)})")
+    return _joined([head, _counts(results), Text(_time(results), style="dim")], "  ", width)
+
+
+def _inferred_label(case: dict[str, Any]) -> str:
+    """What one inferred case varies (its name says so), or the base case's tensor shapes."""
+    name = str(case["case"])
+    _, separator, label = name.partition(": ")
+    if separator:
+        return label
+    shapes = [
+        str(list(item["shape"]))
+        for item in case["inputs"]
+        if isinstance(item, dict) and item.get("shape") is not None
+    ]
+    return ", ".join(shapes) or "no tensors"
 
 
 # One case.
