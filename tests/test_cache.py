@@ -67,13 +67,18 @@ def test_an_unchanged_case_is_reported_from_the_cache(project):
 
 
 @pytest.mark.parametrize(
-    ("changed", "addition"),
-    [("mypkg/ops.py", "# changed"), ("mypkg/helpers.py", "# changed"), ("spec.yaml", "seed: 3")],
+    ("changed", "old", "new"),
+    [
+        ("mypkg/ops.py", "return twice(x)", "return twice(x) + 0"),
+        ("mypkg/helpers.py", "return x * 2", "return x + x"),
+        ("mypkg/ops.py", "return twice(x)", "return twice(x)  # a comment inside the Function"),
+        ("spec.yaml", "cases:", "seed: 3\ncases:"),
+    ],
 )
-def test_a_change_to_the_source_its_imports_or_the_spec_runs_it_again(project, changed, addition):
+def test_a_change_to_the_source_its_imports_or_the_spec_runs_it_again(project, changed, old, new):
     run(project)
-    with (project / changed).open("a") as file:
-        file.write(f"\n{addition}\n")
+    text = (project / changed).read_text()
+    (project / changed).write_text(text.replace(old, new))
     for name in [m for m in sys.modules if m.startswith("mypkg")]:
         del sys.modules[name]
     again = run(project)

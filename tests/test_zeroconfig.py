@@ -386,7 +386,10 @@ def test_zero_config_results_are_cached(project: str, monkeypatch: pytest.Monkey
 def test_a_changed_source_is_inferred_and_run_again(project: str) -> None:
     json_check(f"{project}:SwishFunction")
     module = Path(f"{project}.py")
-    module.write_text(module.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    source = module.read_text(encoding="utf-8")  # the Function's own code, not a comment
+    edited = source.replace("        beta = ctx.beta\n", "        beta = float(ctx.beta)\n")
+    assert edited != source
+    module.write_text(edited, encoding="utf-8")
 
     again = json_check(f"{project}:SwishFunction")
 

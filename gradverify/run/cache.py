@@ -1,10 +1,13 @@
 """Remember cases that passed, keyed by everything that could change their verdict.
 
-The key covers the target's source (its module file, the packages it sits in, and every file
-of the user's project it imports, found by reading `import` statements — nothing is
-imported), the spec of the case, the seed, and the versions of gradverify and torch (read
-from package metadata, so a cached run never imports torch). Only cases with no failure are
-stored; a hit is reported as `pass (cached)`.
+The key covers the target's source, the spec of the case, the seed, and the versions of
+gradverify and torch (read from package metadata, so a cached run never imports torch).
+The source is the statements the Function (and its reference) can run, found by reading
+the code, not importing it (spec.function_source): changing one Function of a file reruns
+its cases only, changing a helper reruns every Function that calls it. Where that cannot be
+told for sure, the key covers whole files: the target's module, the packages it sits in and
+every project file it imports (spec.source_files). Only cases with no failure are stored; a
+hit is reported as `pass (cached)`.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from typing import Any
 from gradverify._version import __version__
 from gradverify.results import Result, Status
 from gradverify.run.tasks import Task
+from gradverify.spec.function_source import function_source
 from gradverify.spec.source_files import source_files, target_source_files
 
-FORMAT = "v1"
+FORMAT = "v2"
 
 
 class ResultCache:
@@ -35,19 +39,25 @@ class ResultCache:
         self.project = (project or Path.cwd()).resolve()
 
     def lookup(self, task: Task) -> list[Result] | None:
-        key = self.key(task)
+        key, layout = self._key_and_layout(task)
         stored = self._read(key) if key is not None else None
         try:
-            return [_result(item) for item in stored["results"]] if stored else None
-        except (ValueError, KeyError, TypeError):
+            results = [_result(item) for item in stored["results"]] if stored else None
+            moved = isinstance(stored, dict) and stored.get("layout", "") != layout
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
+        # The same statements, moved: a result that names a line would name the old one.
+        if results and moved and any(result.source_line is not None for result in results):
+            return None
+        return results
 
     def store(self, task: Task, results: list[Result]) -> None:
         if not results or any(result.failed for result in results):
             return
-        key = self.key(task)
+        key, layout = self._key_and_layout(task)
         if key is not None:
-            self._write(key, {"results": [result.to_dict() for result in results]})
+            payload = {"results": [result.to_dict() for result in results], "layout": layout}
+            self._write(key, payload)
 
     def lookup_inference(self, target: str) -> dict[str, Any] | None:
         """The inputs inferred for `target` (zero-config) while its source is unchanged."""
@@ -88,22 +98,29 @@ class ResultCache:
 
     def key(self, task: Task) -> str | None:
         """The case's cache key, or None when its source cannot be found."""
-        target = task.entry.spec.target
-        if target is None:
-            return None
-        files = target_source_files(target, self.project)
-        if not files:
-            return None
-        for helper in (task.entry.spec.reference, task.entry.spec.expected_gradient):
-            if helper is not None:  # their code decides the verdict too
-                files = sorted({*files, *source_files(helper, self.project)})
+        return self._key_and_layout(task)[0]
+
+    def _key_and_layout(self, task: Task) -> tuple[str | None, str]:
+        """The key, and where the keyed statements start ("" when whole files are keyed)."""
         spec = task.entry.spec
+        if spec.target is None:
+            return None, ""
         case = next(c for c in spec.cases if c.name == task.case)
         parts = (
             FORMAT, __version__, _own_source_digest(), _version("torch"),
             spec.model_dump_json(exclude={"cases"}), case.model_dump_json(), str(task.seed),
         )  # fmt: skip
-        return _digest(parts, files)
+        # Their code decides the verdict too.
+        callables = [c for c in (spec.target, spec.reference, spec.expected_gradient) if c]
+        source = function_source(callables, self.project)
+        if source is not None:
+            return _digest((*parts, "statements", *source.texts), []), source.layout
+        files = target_source_files(spec.target, self.project)
+        if not files:
+            return None, ""
+        for helper in callables[1:]:
+            files = sorted({*files, *source_files(helper, self.project)})
+        return _digest(parts, files), ""
 
 
 def _digest(parts: tuple[str, ...], files: list[Path]) -> str:

@@ -12,12 +12,15 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gradverify.errors import UsageError
 from gradverify.spec.discover import SPEC_SUFFIXES, spec_files
-from gradverify.spec.load import SpecEntry, load_spec_file
 from gradverify.spec.source_files import source_files
 from gradverify.spec.targets import module_of
+
+if TYPE_CHECKING:  # specs are loaded (pydantic, yaml) only when a changed file may matter
+    from gradverify.spec.load import SpecEntry
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,8 @@ def specs_depending_on(
     wanted = {Path(file).resolve() for file in changed}
     if not wanted:
         return []
+    from gradverify.spec.load import load_spec_file
+
     code_of = functools.cache(lambda module: set(source_files(f"{module}:_", project)))
     selected: list[SpecEntry] = []
     for file in _spec_files_in(spec_paths):

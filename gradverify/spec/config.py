@@ -6,7 +6,6 @@ this configuration, then gradverify's built-in default. Reading it never imports
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -17,6 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gradverify.errors import GradverifyError, SpecIssue, UsageError
+from gradverify.spec.config_file import DEFAULT_SPECS, SECTION, find_pyproject
+from gradverify.spec.config_file import display as _display
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import CHECK_IDS, CONFIGURED_CHECKS, CheckId, Tolerance
 from gradverify.spec.suggest import did_you_mean
@@ -25,9 +26,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
-
-SECTION = ("tool", "gradverify")
-DEFAULT_SPECS = ("specs",)
 
 
 class Settings(BaseModel):
@@ -80,15 +78,6 @@ class ConfigError(GradverifyError):
 
     def render(self) -> str:
         return "\n".join(issue.render() for issue in self.issues)
-
-
-def find_pyproject(start: Path | None = None) -> Path | None:
-    """The nearest pyproject.toml in `start` (default: the cwd) or a directory above it."""
-    directory = (start or Path.cwd()).resolve()
-    for candidate in (directory, *directory.parents):
-        if (candidate / "pyproject.toml").is_file():
-            return candidate / "pyproject.toml"
-    return None
 
 
 def load_config(start: Path | None = None, formats: Sequence[str] = ()) -> Config:
@@ -253,12 +242,3 @@ def _dotted(key: str) -> tuple[str, ...]:
 def _toml_position(message: str) -> tuple[int | None, int | None]:
     found = re.search(r"at line (\d+), column (\d+)", message)
     return (int(found.group(1)), int(found.group(2))) if found else (None, None)
-
-
-def _display(path: Path) -> str:
-    """`path` as people type it from the cwd: relative when it is below the cwd or beside
-    one of its ancestors (`../../specs` from a sub-directory), else absolute."""
-    path, cwd = path.resolve(), Path.cwd().resolve()
-    if path.parent == cwd or path.parent in cwd.parents or cwd in path.parents:
-        return os.path.relpath(path, cwd)
-    return str(path)

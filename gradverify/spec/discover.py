@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gradverify.errors import SpecError
 from gradverify.spec.identity import TargetIdentity, identify
-from gradverify.spec.load import SpecEntry, load_spec_file
+
+if TYPE_CHECKING:  # loading specs imports pydantic and yaml: only where specs are read
+    from gradverify.spec.load import SpecEntry
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 DEFAULT_SPEC_DIR = "specs"
@@ -60,6 +63,8 @@ def specs_in(directories: str | Path | Sequence[str | Path]) -> list[SpecEntry]:
         if Path(directory).exists():
             for file in spec_files(directory):
                 files.setdefault(file.resolve(), file)
+    from gradverify.spec.load import load_spec_file
+
     entries: list[SpecEntry] = []
     for file in files.values():
         try:
