@@ -29,7 +29,6 @@ class Batch:
         self.cases = list(cases)
         self.root = root
         self.jobs = jobs
-        self.runs = 0  # sessions run: 1 for the batch, plus one per case after a batch error
         self._results: dict[_Key, list[Result]] | None = None
         self._failed = False
 
@@ -40,22 +39,20 @@ class Batch:
                 self._results = self._run_all()
             except Exception:  # each case then meets its own error alone
                 self._failed = True
-        if self._results is not None:
-            return self._results.get(_key(entry, case), [])
-        return self._run([(entry, case)])
+        found = None if self._results is None else self._results.get(_key(entry, case))
+        # A case the batch has no results for runs alone: an item never passes unchecked.
+        return self._run([(entry, case)]) if found is None else found
 
     def _run_all(self) -> dict[_Key, list[Result]]:
-        by_key: dict[_Key, list[Result]] = {key: [] for key in map(_key_of, self.cases)}
+        by_key: dict[_Key, list[Result]] = {}
         for result in self._run(self.cases):
-            line = result.spec_line
-            by_key.setdefault((result.spec_file or "", line, result.target, result.case), [])
-            by_key[(result.spec_file or "", line, result.target, result.case)].append(result)
+            key = (result.spec_file or "", result.spec_line, result.target, result.case)
+            by_key.setdefault(key, []).append(result)
         return by_key
 
     def _run(self, cases: Sequence[tuple[SpecEntry, str]]) -> list[Result]:
         from gradverify.run import session
 
-        self.runs += 1
         options = session.RunOptions(isolation=True, jobs=self._jobs(), cache=False)
         return list(session.run(_entries(cases), options).results)
 
@@ -125,7 +122,3 @@ def _entries(cases: Sequence[tuple[SpecEntry, str]]) -> list[SpecEntry]:
 
 def _key(entry: SpecEntry, case: str) -> _Key:
     return (entry.file or "", entry.case_lines.get(case, entry.line), entry.spec.target or "", case)
-
-
-def _key_of(pair: tuple[SpecEntry, str]) -> _Key:
-    return _key(*pair)
