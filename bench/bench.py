@@ -246,6 +246,29 @@ def whole_process(repeat: int) -> list[tuple[str, float, float]]:
     return rows
 
 
+def plugin_vs_cli(repeat: int) -> list[tuple[str, float, float]]:
+    """`pytest --gradverify` against `gradverify check` on the same specs: the bundled ones."""
+    gradverify = shutil.which("gradverify") or str(Path(sys.executable).parent / "gradverify")
+    names = ("examples", "surrogates", "complex", "reference", "transforms", "buggy")
+    with tempfile.TemporaryDirectory() as scratch:
+        project = Path(scratch)
+        (project / "specs").mkdir()
+        for name in names:
+            shutil.copy(ROOT / "specs" / f"{name}.yaml", project / "specs")
+        (project / "pytest.ini").write_text("[pytest]\n")
+        cli = timed_process([gradverify, "check", "specs", "--no-cache"], project, repeat)
+        # Without the plugins of this development environment (hypothesis alone takes 1 s).
+        plugin = timed_process(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "-p", "no:hypothesispytest", "--gradverify", "specs"],
+            project, repeat,
+        )  # fmt: skip
+    return [
+        ("`pytest --gradverify specs` vs `gradverify check specs`: wall", cli[0], plugin[0]),
+        ("`pytest --gradverify specs` vs `gradverify check specs`: CPU", cli[1], plugin[1]),
+    ]
+
+
 def command_times() -> list[tuple[str, float, float]]:
     gradverify = shutil.which("gradverify") or str(Path(sys.executable).parent / "gradverify")
 
@@ -278,11 +301,15 @@ def main() -> None:
     parser.add_argument(
         "--processes", action="store_true", help="only the whole-process rows (start-up included)"
     )
+    parser.add_argument("--plugin", action="store_true", help="only the pytest plugin rows")
     arguments = parser.parse_args()
     quick = arguments.quick
     os.chdir(ROOT)
     torch.set_num_threads(os.cpu_count() or 1)
     rows: list[tuple[str, float | None, float]] = []
+    if arguments.plugin:
+        _print(plugin_vs_cli(repeat=3))
+        return
     if arguments.processes:
         rows += whole_process(repeat=5)
         _print(rows)
@@ -294,6 +321,7 @@ def main() -> None:
     rows.append(elementwise(1_000_000, repeat=1, with_plain=False))
     rows.append(localization(repeat=1))
     rows += command_times()
+    rows += plugin_vs_cli(repeat=3)
     rows += whole_process(repeat=3)
     _print(rows)
 

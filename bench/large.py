@@ -1,4 +1,4 @@
-"""10⁷ elements with kinks: the whole check as multiples of one forward+backward, and its memory.
+"""10⁷ elements, with kinks and smooth: the whole check as multiples of one forward+backward, and its memory.
 
 Each row runs `gradverify check` on one case of 10⁷ float64 elements in a subprocess (the
 default isolated run, no cache) and reports its wall time over the best of three
@@ -23,13 +23,21 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 10_000_000
+KINKS = "tests.functions.kinks_at_scale"
+SMOOTH = "tests.functions.smooth_at_scale"
 FUNCTIONS = (
-    ("ReLU (kink at 0)", "MyReLU"),
-    ("clamp (kinks at ±0.5)", "Clamp"),
-    ("LeakyReLU", "LeakyReLU"),
-    ("hardtanh (kinks at ±1)", "Hardtanh"),
-    ("softplus (smooth)", "Softplus"),
-    ("clamp, one wrong element", "ClampWrongAtOneElement"),
+    ("ReLU (kink at 0)", KINKS, "MyReLU"),
+    ("clamp (kinks at ±0.5)", KINKS, "Clamp"),
+    ("LeakyReLU", KINKS, "LeakyReLU"),
+    ("hardtanh (kinks at ±1)", KINKS, "Hardtanh"),
+    ("softplus (smooth)", KINKS, "Softplus"),
+    ("clamp, one wrong element", KINKS, "ClampWrongAtOneElement"),
+    ("GELU, tanh approximation", SMOOTH, "Gelu"),
+    ("GELU, tanh approximation, setup_context", SMOOTH, "GeluSetupContext"),
+    ("softplus", SMOOTH, "Softplus"),
+    ("softplus, setup_context", SMOOTH, "SoftplusSetupContext"),
+    ("sigmoid", SMOOTH, "Sigmoid"),
+    ("sigmoid, setup_context", SMOOTH, "SigmoidSetupContext"),
 )
 
 MEASURE = """\
@@ -43,10 +51,10 @@ print(completed.stdout)
 """
 
 
-def forward_backward(name: str, repeat: int = 3) -> float:
+def forward_backward(module: str, name: str, repeat: int = 3) -> float:
     """The best time of one forward and one backward of the Function on 10⁷ elements."""
     sys.path.insert(0, str(ROOT))
-    function = getattr(importlib.import_module("tests.functions.kinks_at_scale"), name)
+    function = getattr(importlib.import_module(module), name)
     x = (torch.rand(SIZE, dtype=torch.float64) * 2 - 1).requires_grad_()
     best = float("inf")
     for _ in range(repeat):
@@ -58,12 +66,11 @@ def forward_backward(name: str, repeat: int = 3) -> float:
     return best
 
 
-def check(name: str, directory: Path) -> tuple[float, int, list[str]]:
+def check(module: str, name: str, directory: Path) -> tuple[float, int, list[str]]:
     """(wall seconds, peak bytes, one word per result) of `gradverify check` on one case."""
     spec = directory / f"{name}.yaml"
     spec.write_text(
-        f"target: tests.functions.kinks_at_scale:{name}\n"
-        f"cases: [{{name: big, inputs: [{{shape: [{SIZE}]}}]}}]\n",
+        f"target: {module}:{name}\ncases: [{{name: big, inputs: [{{shape: [{SIZE}]}}]}}]\n",
         encoding="utf-8",
     )
     command = [sys.executable, "-m", "gradverify", "check", str(spec), "--format", "json"]
@@ -83,18 +90,20 @@ def check(name: str, directory: Path) -> tuple[float, int, list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", help="one Function of tests/functions/kinks_at_scale.py")
+    parser.add_argument(
+        "--only", nargs="*", help="Functions of tests/functions/{kinks,smooth}_at_scale.py"
+    )
     options = parser.parse_args()
-    rows = [row for row in FUNCTIONS if options.only in (None, row[1])]
+    rows = [row for row in FUNCTIONS if options.only is None or row[2] in options.only]
     input_bytes = SIZE * 8
     print(
         "| Function (10⁷ float64) | forward+backward | whole run | × f+b | peak memory | × input |"
     )
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as directory:
-        for label, name in rows:
-            unit = forward_backward(name)
-            wall, peak, verdicts = check(name, Path(directory))
+        for label, module, name in rows:
+            unit = forward_backward(module, name)
+            wall, peak, verdicts = check(module, name, Path(directory))
             failed = [v.split(":")[0] for v in verdicts if v.endswith(":fail")]
             outcome = f" (fails: {', '.join(failed)})" if failed else ""
             print(

@@ -2,9 +2,14 @@
 
 Registered through the `pytest11` entry point, so pytest loads it in every run of the
 environment: at import it touches nothing but pytest. Specs are read at collection (no
-torch); torch and the engine are imported when the first item runs. One exception: a target
-written `module:Attr` whose spec lists no `checks:` is loaded at collection, to know whether
-it is a custom op (which gets a `compile` item by default, as `gradverify check` runs it).
+torch). One exception: a target written `module:Attr` whose spec lists no `checks:` is
+loaded at collection, to know whether it is a custom op (which gets a `compile` item by
+default, as `gradverify check` runs it).
+
+The first item to run runs every selected case at once, as `gradverify check` does
+(`gradverify.run.session`: one fork server, one pool of isolated workers, `-j` of them), and
+each item reads its case's results. Under pytest-xdist, whose workers receive items one at a
+time, each case runs in the xdist worker, in its process, when its first item does.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from gradverify.pytest_batch import Batch
     from gradverify.results import Result
     from gradverify.spec.load import SpecEntry
 
 MARKER = "gradverify"
+# Whether each `module:Attr` target that needs knowing is a custom op (None: does not load).
+CUSTOM_OPS = pytest.StashKey[dict[str, "bool | None"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +52,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="paths",
         default=[],
         help="Spec paths for `--gradverify` given without paths.",
+    )
+    group.addoption(
+        "--gradverify-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Cases run in parallel by --gradverify (as `gradverify check -j`) [default: "
+        "[tool.gradverify] jobs, else the number of cores].",
     )
 
 
@@ -79,16 +95,40 @@ def pytest_collection_modifyitems(
     paths = _spec_paths(config)
     if paths is None:
         return
+    from gradverify.pytest_batch import custom_ops, start_early
     from gradverify.spec.discover import spec_files
 
+    start_early(config)  # the fork server imports torch while the specs are read
+    found: list[Path] = []
     for path in paths:
         if not path.exists():
             raise pytest.UsageError(f"--gradverify: no such file or directory: {path}")
         files = spec_files(path)
         if not files:
             raise pytest.UsageError(f"--gradverify: no spec files (*.yaml, *.yml) in {path}")
-        for file in files:
-            items.extend(session.genitems(SpecFile.from_parent(session, path=file.resolve())))
+        found.extend(file.resolve() for file in files)
+    # Which targets are custom ops, asked of one worker for all files: pytest's process
+    # never imports torch (nor the user's modules) to collect.
+    config.stash[CUSTOM_OPS] = custom_ops([_shown(file, config) for file in found], config)
+    for file in found:
+        items.extend(session.genitems(SpecFile.from_parent(session, path=file)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every selected case, to run together when the first of their items runs."""
+    if _spec_paths(session.config) is None or hasattr(session.config, "workerinput"):
+        return  # not asked, or an xdist worker (items come one at a time)
+    from gradverify.pytest_batch import Batch
+
+    cases = [item.parent for item in session.items if isinstance(item, CheckItem)]
+    selected = [case for case in dict.fromkeys(cases) if isinstance(case, SpecCase)]
+    batch = Batch(
+        [(case.entry, case.case) for case in selected],
+        session.config.invocation_params.dir,
+        session.config.getoption("gradverify_jobs", None),
+    )
+    for case in selected:
+        case.batch = batch
 
 
 def _spec_paths(config: pytest.Config) -> list[Path] | None:
@@ -129,7 +169,7 @@ class SpecTarget(pytest.Collector):
     def __init__(self, *, entry: SpecEntry, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entry = entry
-        self.checks = _checks(entry)
+        self.checks = _checks(entry, self.config.stash.get(CUSTOM_OPS, {}))
 
     def collect(self) -> Iterator[SpecCase]:
         for case in self.entry.spec.cases:
@@ -145,6 +185,7 @@ class SpecCase(pytest.Collector):
         self.entry, self.case = self.parent.entry, case
         self._results: list[Result] | None = None
         self._error: BaseException | None = None
+        self.batch: Batch | None = None  # set at the end of collection, unless under xdist
 
     @property
     def title(self) -> str:
@@ -172,6 +213,8 @@ class SpecCase(pytest.Collector):
         return self._results
 
     def _run(self) -> list[Result]:
+        if self.batch is not None:
+            return self.batch.results(self.entry, self.case)
         from dataclasses import replace
 
         from gradverify.run import session
@@ -225,20 +268,25 @@ class CheckFailed(Exception):
         self.results = results
 
 
-def _checks(entry: SpecEntry) -> list[str]:
+def _checks(entry: SpecEntry, custom_ops: dict[str, bool | None]) -> list[str]:
     """The checks the engine runs on each case of the spec (gradverify.target.loaded.checks_of,
     which also decides what a worker reports it ran). A custom op's include `compile`; where
     the spec's name tells an op (`module:ns::name`, `op:ns::name`) or the checks are the same
-    either way, the target is not loaded. A target that fails to load counts as no op (its
-    items report the load error)."""
-    from gradverify.spec.targets import parse_target
+    either way, the target is not loaded. Else `custom_ops` (a worker loaded the target) says,
+    or the target is loaded here. A target that fails to load counts as no op (its items
+    report the load error)."""
+    from gradverify.pytest_batch import needs_loading
 
     spec = entry.spec
-    if spec.checks is not None or "compile" in spec.extra_checks or spec.target is None:
+    if spec.target is None or not needs_loading(spec):
         return list(spec.checks_for(custom_op=False))  # the same checks either way
+    from gradverify.spec.targets import parse_target
+
     form = parse_target(spec.target)
     if form is None or form.op is not None:
         return list(spec.checks_for(custom_op=form is not None))
+    if spec.target in custom_ops:
+        return list(spec.checks_for(custom_op=bool(custom_ops[spec.target])))
     from gradverify.target.loaded import checks_of
     from gradverify.target.loading import load_target
 

@@ -234,6 +234,59 @@ def test_each_case_runs_once_for_all_its_items(project: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(["cases run: [[]'matrix', 'vector']"])
 
 
+def test_all_cases_of_a_run_share_one_fork_server_and_one_worker_pool(
+    project: pytest.Pytester,
+) -> None:
+    # Count, in pytest's own process, the fork servers started, the worker pools opened
+    # (with their size) and the cases each pool ran, through wrappers around the real ones.
+    project.makeconftest(
+        """
+        from gradverify.run import forkserver, pool
+
+        counts = {"servers": 0, "pools": [], "cases": []}
+        original_server, original_pool = forkserver.ForkServer.__init__, pool.WorkerPool.__init__
+        original_run = pool.WorkerPool.run
+
+
+        def counting_server(self, *args, **kwargs):
+            counts["servers"] += 1
+            original_server(self, *args, **kwargs)
+
+
+        def counting_pool(self, size, *args, **kwargs):
+            counts["pools"].append(size)
+            original_pool(self, size, *args, **kwargs)
+
+
+        def counting_run(self, tasks, *args, **kwargs):
+            counts["cases"].append(len(tasks))
+            return original_run(self, tasks, *args, **kwargs)
+
+
+        forkserver.ForkServer.__init__ = counting_server
+        pool.WorkerPool.__init__ = counting_pool
+        pool.WorkerPool.run = counting_run
+
+
+        def pytest_unconfigure(config):
+            print(f"fork servers {counts['servers']}, pools {counts['pools']}, "
+                  f"cases per pool {counts['cases']}")
+        """
+    )
+    add_spec(project, "buggy.yaml", BUGGY)
+    result = project.runpytest_subprocess("--gradverify", "specs", "-s", "--gradverify-jobs", "2")
+    result.assert_outcomes(passed=7, skipped=2, failed=2)
+    # Three cases in two files: one pool of two workers.
+    result.stdout.fnmatch_lines(["fork servers 1, pools [[]2], cases per pool [[]3]"])
+
+    # Only the selected cases run, with as many workers as asked.
+    selected = project.runpytest_subprocess(
+        "--gradverify", "specs", "-s", "-k", "vector", "--gradverify-jobs", "1"
+    )
+    selected.assert_outcomes(passed=4, skipped=1, failed=2, deselected=4)
+    selected.stdout.fnmatch_lines(["fork servers 1, pools [[]1], cases per pool [[]2]"])
+
+
 def test_a_target_that_cannot_load_fails_its_items_with_one_clear_message(
     project: pytest.Pytester,
 ) -> None:
@@ -323,9 +376,11 @@ def test_the_plugin_is_inert_and_torch_free_without_the_option(
     plain.stdout.fnmatch_lines(["plugins:*gradverify-*", "torch imported: False"])
     assert "--gradverify" in project.runpytest_subprocess("--help").stdout.str()
 
+    # The cases run in isolated workers, as `gradverify check` runs them: pytest's process
+    # never imports torch for a spec that names its checks.
     with_specs = project.runpytest_subprocess("-s", "--gradverify", "specs", "-k", "forward")
     with_specs.assert_outcomes(passed=2, deselected=7)
-    with_specs.stdout.fnmatch_lines(["torch imported: True"])
+    with_specs.stdout.fnmatch_lines(["torch imported: False"])
 
 
 def test_collection_alone_does_not_import_torch(project: pytest.Pytester) -> None:
@@ -379,6 +434,28 @@ def test_a_custom_op_gets_a_compile_item_as_the_cli_runs_it(project: pytest.Pyte
         result.stdout.fnmatch_lines([f"specs/{name}.yaml::{node}::v::opcheck PASSED*"])
         result.stdout.fnmatch_lines([f"specs/{name}.yaml::{node}::v::compile PASSED*"])
     assert result.ret == pytest.ExitCode.OK
+
+
+def test_a_target_is_known_as_a_custom_op_without_importing_it_in_pytests_process(
+    project: pytest.Pytester,
+) -> None:
+    # A worker loads `ops:twice` (no `checks:`, so its items depend on whether it is an op).
+    project.makepyfile(ops=OPS.format(namespace="collected_ops"))
+    add_spec(
+        project, "ops.yaml", "target: 'ops:twice'\ncases: [{name: v, inputs: [{shape: [3]}]}]\n"
+    )
+    project.makeconftest(
+        """
+        import sys
+
+
+        def pytest_unconfigure(config):
+            print(f"imported: torch {'torch' in sys.modules}, ops {'ops' in sys.modules}")
+        """
+    )
+    result = project.runpytest_subprocess("--gradverify", "specs/ops.yaml", "--co", "-q", "-s")
+    result.stdout.fnmatch_lines(["specs/ops.yaml::ops:twice::v::compile"])
+    result.stdout.fnmatch_lines(["imported: torch False, ops False"])
 
 
 def test_a_function_gets_no_compile_item_unless_asked(project: pytest.Pytester) -> None:

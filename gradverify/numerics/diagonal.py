@@ -120,16 +120,29 @@ def is_elementwise(
 
 
 def diagonal_kinks(
-    evaluate: Evaluate, arguments: Sequence[Any], index: int, eps: float, atol: float, rtol: float
+    evaluate: Evaluate,
+    arguments: Sequence[Any],
+    index: int,
+    eps: float,
+    atol: float,
+    rtol: float,
+    base: torch.Tensor | None = None,
 ) -> DiagonalKinks:
     """Every element of arguments[index] within eps of a kink or a jump, for an elementwise
     `evaluate` (see `is_elementwise`): ten forward calls, two more where roughness is as
-    faint as rounding noise.
+    faint as rounding noise; five where no element is a candidate (a smooth Function), one
+    fewer with `base`.
 
     The first five screen every element by the third differences of its samples, kept as
     two running sums (not five samples of n values each: 80 MB apiece at 10⁷); the next
-    five take the samples again at the few candidates alone, for the full kink test."""
-    line = _shifted(evaluate, arguments, index)
+    five take the samples again at the few candidates alone, for the full kink test.
+    `base`: the outputs at `arguments` (the sample at offset 0), when the caller has them."""
+    shifted = _shifted(evaluate, arguments, index)
+    at_base = None if base is None else base.detach().reshape(-1).to(torch.float64)
+
+    def line(t: float) -> torch.Tensor:
+        return at_base if at_base is not None and not t else shifted(t)
+
     third = [torch.zeros(0, dtype=torch.float64)] * 2
     finite: torch.Tensor | None = None
     for row, offset in enumerate(OFFSETS):
@@ -148,6 +161,10 @@ def diagonal_kinks(
     screened = (third[0].abs() > floor) | (third[1].abs() > floor) | ~finite
     candidates = screened.nonzero().flatten()
     del third, finite, screened
+    if not candidates.numel():  # nothing to sample again: the same answer, five calls fewer
+        nothing = torch.zeros(0, dtype=torch.bool)
+        samples = torch.zeros(len(OFFSETS), 0, dtype=torch.float64)
+        return DiagonalKinks(candidates, samples, nothing, False, eps)
 
     def at_candidates(t: float) -> torch.Tensor:
         return line(t)[candidates]

@@ -126,8 +126,9 @@ class Localizer:
         if base is None or not is_elementwise(self._evaluate, problem.values, position, base):
             return
         found = diagonal_kinks(
-            self._evaluate, problem.values, position, problem.eps, problem.atol, problem.rtol
-        )
+            self._evaluate, problem.values, position, problem.eps, problem.atol, problem.rtol,
+            base,
+        )  # fmt: skip
         self.noisy = self.noisy or found.noisy
         if not found.count:
             return

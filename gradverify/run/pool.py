@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from gradverify import stacks
 from gradverify.results import Result
 from gradverify.run import forkserver, interrupts
-from gradverify.run.tasks import InferTask, Task
+from gradverify.run.tasks import InferTask, OpTask, Task
 from gradverify.run.worker import serve
 
 # A worker that has not even started its case by then is considered stuck at start-up.
@@ -47,6 +47,7 @@ class Outcome:
     inferred: dict[str, Any] | None = (
         None  # an InferTask's answer (gradverify.inference.zeroconfig)
     )
+    custom_op: bool | None = None  # an OpTask's answer
     # At a timeout: where the user's code was stuck, the seconds the task had run, and the
     # seconds the check running then had run.
     stuck_at: stacks.Frame | None = None
@@ -55,7 +56,7 @@ class Outcome:
 
 
 Listener = Callable[[Task, str, Any], None]
-AnyTask = Task | InferTask
+AnyTask = Task | InferTask | OpTask
 _Notify = Callable[[AnyTask, str, Any], None]
 
 
@@ -231,6 +232,8 @@ class WorkerPool:
             outcome.results.extend(message[2])
         elif kind == "inferred":
             outcome.inferred = message[2]
+        elif kind == "custom_op":
+            outcome.custom_op = message[2]
         elif kind in ("done", "user_error", "internal"):
             if kind == "done":
                 outcome.notes, outcome.done = message[2], True

@@ -17,7 +17,7 @@ from gradverify.errors import GradverifyError
 from gradverify.results import Report, Result, Status
 from gradverify.run.cache import ResultCache
 from gradverify.run.pool import Outcome, WorkerPool
-from gradverify.run.tasks import InferTask, Task
+from gradverify.run.tasks import InferTask, OpTask, Task
 from gradverify.spec.load import SpecEntry
 
 Listener = Callable[[Task, str, Any], None]
@@ -138,6 +138,17 @@ def infer_each(
                 raise
             results.append(error)
     return results
+
+
+def custom_ops(targets: Sequence[str], timeout: float = INFER_TIMEOUT) -> dict[str, bool | None]:
+    """Whether each target loads as a custom op, found in one worker (this process never
+    imports torch); None for a target that does not load or did not answer."""
+    if not targets:
+        return {}
+    tasks = [(OpTask(index, target), timeout) for index, target in enumerate(targets)]
+    with WorkerPool(1, threads=1) as pool:
+        outcomes = pool.run(tasks)
+    return {task.target: outcomes[task.id].custom_op for task, _ in tasks}
 
 
 def _infer_in_worker(options: RunOptions) -> Callable[[str], dict[str, Any]]:

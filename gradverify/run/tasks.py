@@ -23,3 +23,12 @@ class InferTask:
 
     id: int
     target: str
+
+
+@dataclass(frozen=True)
+class OpTask:
+    """Whether `target` loads as a custom op (which gets `compile` by default), in a worker:
+    the pytest plugin's items, known without importing torch in pytest's process."""
+
+    id: int
+    target: str

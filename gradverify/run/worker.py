@@ -17,7 +17,7 @@ from typing import Any
 
 from gradverify.results import Result
 from gradverify.run import interrupts
-from gradverify.run.tasks import InferTask
+from gradverify.run.tasks import InferTask, OpTask
 
 
 def serve(connection: Connection, threads: int) -> None:
@@ -60,6 +60,11 @@ def _serve_cases(connection: Connection) -> None:
                 from gradverify.inference.zeroconfig import inferred
 
                 connection.send(("inferred", task.id, inferred(task.target)))
+                connection.send(("done", task.id, ()))
+                continue
+            if isinstance(task, OpTask):
+                is_op = load_target(task.target).op_name is not None
+                connection.send(("custom_op", task.id, is_op))
                 connection.send(("done", task.id, ()))
                 continue
             name = task.entry.spec.target
