@@ -10,22 +10,21 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from gradverify._version import __version__
+from gradverify.commands.check import Scope, run_check
+from gradverify.commands.init import run_init
+from gradverify.commands.options import Mode, OutputFormat
+from gradverify.commands.record import run_record
 from gradverify.errors import GradverifyError
 from gradverify.exitcodes import ExitCode
 from gradverify.run import interrupts
 
 if TYPE_CHECKING:
-    from gradverify.run.coverage import PackageWork
-    from gradverify.run.session import RunOptions
-    from gradverify.spec.load import SpecEntry
-    from gradverify.spec.plan import Plan
+    pass
 
 app = typer.Typer(
     name="gradverify",
@@ -35,21 +34,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-
-class OutputFormat(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    github = "github"
-    sarif = "sarif"
-    html = "html"
-
-
-class Mode(str, Enum):
-    full = "full"
-    randomized = "randomized"
-    auto = "auto"
 
 
 def _version(value: bool) -> None:
@@ -232,106 +216,14 @@ def check(
         seed=seed, isolation=isolation, jobs=jobs or 0, timeout=timeout,
         mode=mode.value if mode else None, cache=cache, explore=explore,
     )  # fmt: skip
-    scope = _Scope(
+    scope = Scope(
         all_files=all_files, changed_files=changed_files, jobs=jobs,
         extra_checks=tuple(extra_check or ()), require_specs=require_specs,
     )  # fmt: skip
     code = _guarded(
-        lambda: _check(paths or [], spec, options, output_format, quiet, scope, output, verbose)
+        lambda: run_check(paths or [], spec, options, output_format, quiet, scope, output, verbose)
     )
     raise typer.Exit(code)
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """How `check` reads its paths, and the flags that [tool.gradverify] must not override."""
-
-    all_files: bool = False
-    changed_files: bool = False
-    jobs: int | None = None
-    extra_checks: tuple[str, ...] = ()  # --extra-check
-    require_specs: bool = False
-
-
-def _check(
-    paths: list[str],
-    spec: str | None,
-    options: RunOptions,
-    output_format: OutputFormat | None,
-    quiet: bool,
-    scope: _Scope,
-    output: str | None = None,
-    verbose: bool = False,
-) -> int:
-    from gradverify.run import session
-
-    session.start_early(options)
-    from gradverify.report import FORMATS, RenderOptions
-    from gradverify.run.progress import progress_listener
-    from gradverify.spec.changed_files import resolve
-    from gradverify.spec.config import load_config, with_defaults, with_extra_checks
-    from gradverify.spec.plan import Plan, make_plan
-
-    # Flags win over [tool.gradverify]; spec keys win over it too (config.with_defaults).
-    config = load_config(formats=[choice.value for choice in OutputFormat])
-    output_format = output_format or OutputFormat(config.settings.format or OutputFormat.text.value)
-    if scope.jobs is None and config.settings.jobs is not None:
-        options = replace(options, jobs=config.settings.jobs)
-    work = resolve(paths, config.spec_paths, scope.all_files, scope.changed_files)
-    plan = make_plan(work.arguments, spec, config.spec_paths) if work.arguments else Plan()
-    entries = [*plan.entries, *work.entries]
-    notes = [note for note in (config.note, *work.notes, *plan.notes) if note]
-    for entry, note in session.infer_entries(plan.bare_targets, options):
-        entries.append(entry)
-        notes.append(note)
-    package = _package_work(plan, entries, options, scope.require_specs)
-    if package is not None:
-        entries.extend(package.entries)
-        notes.extend(package.notes)
-    entries = with_extra_checks(with_defaults(entries, config), scope.extra_checks)
-    terminal_format = OutputFormat.text if output is not None else output_format
-    show_progress = terminal_format is OutputFormat.text and sys.stderr.isatty()
-    with progress_listener(enabled=show_progress) as listener:
-        report = session.run(entries, options, notes, listener)
-    if package is not None:
-        report = replace(report, coverage=package.coverage)
-    render_options = RenderOptions(color=_use_color(), width=_width(), quiet=quiet, verbose=verbose)
-    sys.stdout.write(FORMATS[terminal_format.value](report, render_options))
-    if output is not None:
-        file_options = RenderOptions(quiet=quiet, verbose=verbose)
-        _write_report(output, FORMATS[output_format.value](report, file_options))
-    return ExitCode.OK if report.passed else ExitCode.FAILED
-
-
-def _package_work(
-    plan: Plan, given: list[SpecEntry], options: RunOptions, require_specs: bool
-) -> PackageWork | None:
-    """The Functions found in package arguments (`gradverify check mypkg`), or None."""
-    from gradverify.errors import UsageError
-    from gradverify.run.coverage import package_work
-
-    if not plan.code_arguments:
-        if require_specs:
-            raise UsageError(
-                "--require-specs needs a package or a directory of code to find Functions in, "
-                "e.g. `gradverify check mypkg --require-specs`"
-            )
-        return None
-    return package_work(plan.defined, given, options, require_specs)
-
-
-def _write_report(path: str, report: str) -> None:
-    """`--output FILE`: the report in the chosen format, its directory made if need be."""
-    from pathlib import Path
-
-    from gradverify.errors import UsageError
-
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(report, encoding="utf-8")
-    except OSError as error:
-        where = f" ({error.filename})" if error.filename and error.filename != path else ""
-        raise UsageError(f"cannot write --output {path}: {error.strerror}{where}") from None
 
 
 @app.command()
@@ -359,36 +251,8 @@ def init(
 
     Exit codes: 0 written and passing, 1 written but the trial failed, 2 a usage or target error.
     """
-    code = _guarded(lambda: _init(target, output, force, isolation))
+    code = _guarded(lambda: run_init(target, output, force, isolation))
     raise typer.Exit(code)
-
-
-def _init(target: str, output: str | None, force: bool, isolation: bool) -> int:
-    from pathlib import Path
-
-    from gradverify import authoring
-    from gradverify.report import FORMATS, RenderOptions
-    from gradverify.results import Report
-    from gradverify.run import session
-    from gradverify.run.session import RunOptions
-    from gradverify.spec.config import load_config
-    from gradverify.spec.load import load_spec_file
-
-    def trial(path: Path) -> Report:
-        options = RunOptions(isolation=isolation, cache=False)
-        return session.run(load_spec_file(path), options)
-
-    spec_paths = load_config(formats=[choice.value for choice in OutputFormat]).spec_paths
-    starter = authoring.init(target, Path(output) if output else None, force, trial, spec_paths)
-    typer.echo(f"wrote {starter.path}:\n")
-    typer.echo(starter.text)
-    if starter.report is not None:
-        # As `check` shows it: a warning the summary counts is shown too.
-        render_options = RenderOptions(color=_use_color(), width=_width())
-        sys.stdout.write(FORMATS["text"](starter.report, render_options))
-    for line in starter.advice:
-        typer.echo(f"\n{line}")
-    return ExitCode.OK if starter.passed else ExitCode.FAILED
 
 
 @app.command()
@@ -422,23 +286,8 @@ def record(
     Exit codes: 0 recorded, 1 the command failed (specs are written from what it recorded),
     2 a usage error (the command cannot be run).
     """
-    code = _guarded(lambda: _record(command, specs, shrink))
+    code = _guarded(lambda: run_record(command, specs, shrink))
     raise typer.Exit(code)
-
-
-def _record(command: list[str], specs: str | None, shrink: bool) -> int:
-    from pathlib import Path
-
-    from gradverify.record.run import record as run_recording
-    from gradverify.record.run import summary
-    from gradverify.spec.config import load_config
-
-    spec_paths = load_config(formats=[choice.value for choice in OutputFormat]).spec_paths
-    spec_dir = Path(specs or (spec_paths[0] if spec_paths else "specs"))
-    recording = run_recording(command, spec_paths, spec_dir, shrink)
-    for line in summary(recording, command):
-        typer.echo(line)
-    return ExitCode.OK if recording.exit_code == 0 else ExitCode.FAILED
 
 
 @app.command()
@@ -507,19 +356,6 @@ def _guarded(action: Callable[[], int]) -> int:
             err=True,
         )
         return ExitCode.INTERNAL
-
-
-def _use_color() -> bool:
-    from rich.console import Console
-
-    console = Console(file=sys.stdout)
-    return console.is_terminal and not console.no_color and "NO_COLOR" not in os.environ
-
-
-def _width() -> int:
-    from rich.console import Console
-
-    return max(60, min(Console(file=sys.stdout).width, 140)) if sys.stdout.isatty() else 100
 
 
 def main() -> None:

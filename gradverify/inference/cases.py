@@ -2,7 +2,7 @@
 ranks, every value of a dim argument, a broadcast second tensor, a second value for a
 default that hides a bug (1.0 for a factor, 0.0 for an offset), complex inputs.
 
-Each candidate is probed once (gradverify.inference.from_signature.probe) and kept only
+Each candidate is probed once (gradverify.inference.probe) and kept only
 where forward accepts it and gives a finite output, so that a case outside forward's
 domain is dropped here, never reported as a finding. A broadcast case is kept whenever
 forward accepts it: a backward that cannot reduce a broadcast gradient is a bug the checks
@@ -22,9 +22,9 @@ from gradverify.inference.from_signature import (
     TENSOR,
     Choice,
     fit_indices,
-    probe,
     source_facts,
 )
+from gradverify.inference.probe import probe
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target

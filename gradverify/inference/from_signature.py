@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.probe import NOT_FINITE, STAGES, ProbeOutcome, probe
 from gradverify.inference.source import SourceFacts, is_mask, read_forward
 
 if TYPE_CHECKING:
@@ -55,8 +56,6 @@ INDEX_SHAPES: dict[Any, tuple[int, ...]] = {ELEMENTWISE: (6,), "linear": LINEAR_
 POSITIVE = (0.1, 2.0)
 
 TENSOR, NUMBER, LITERAL = "tensor", "number", "literal"
-NOT_FINITE = "forward's output is not finite"
-STAGES = ("forward", "backward", "done")  # how far a probe got
 
 
 @dataclass(frozen=True)
@@ -362,8 +361,8 @@ class _Search:
         return self._numbers_for_none(choices, plans, outcome.none)
 
     def _reshape(
-        self, choices: list[Choice], plans: Sequence[_Plan], outcome: _Outcome
-    ) -> tuple[list[Choice], _Outcome]:
+        self, choices: list[Choice], plans: Sequence[_Plan], outcome: ProbeOutcome
+    ) -> tuple[list[Choice], ProbeOutcome]:
         """Arguments whose gradient has another shape: a 0-d tensor, then a number."""
         for index in outcome.wrong_shape:
             if index == 0:  # the first argument sets the shapes: its gradient is backward's to fit
@@ -397,7 +396,7 @@ class _Search:
                     break
         return choices
 
-    def _probe(self, choices: Sequence[Choice]) -> _Outcome:
+    def _probe(self, choices: Sequence[Choice]) -> ProbeOutcome:
         self.probes += 1
         outcome = probe(self.target, choices)
         if outcome.stage == "forward" and self.first_error is None:
@@ -420,7 +419,7 @@ def _flipped(choices: list[Choice], plans: Sequence[_Plan]) -> list[Choice]:
     return flipped
 
 
-def _zero_dimensional(choices: list[Choice], outcome: _Outcome) -> list[Choice]:
+def _zero_dimensional(choices: list[Choice], outcome: ProbeOutcome) -> list[Choice]:
     """The tensors after the first as 0-d tensors (a scalar parameter such as Swish's beta)."""
     reason = f"{outcome.stage} rejects shape {list(choices[0].shape)}" if choices else ""
     return [
@@ -433,63 +432,3 @@ def _zero_dimensional(choices: list[Choice], outcome: _Outcome) -> list[Choice]:
 
 def _numbers(choice: Choice, reason: str) -> list[Choice]:
     return [Choice(choice.name, NUMBER, value=value, reason=reason) for value in NUMBERS]
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    stage: str  # "forward" or "backward" (where it failed), or "done"
-    error: str | None = None
-    none: tuple[int, ...] = ()  # tensor arguments whose gradient backward left None
-    wrong_shape: tuple[int, ...] = ()  # arguments whose gradient has another shape
-
-
-def probe(target: Target, choices: Sequence[Choice]) -> _Outcome:
-    """One forward, and backward with ones as grad_outputs, on the inputs of `choices`."""
-    import torch
-
-    from gradverify.inputs import build_inputs
-    from gradverify.spec.models import Case
-
-    case = Case.model_validate({"name": "probe", "inputs": [c.item for c in choices]})
-    arguments = build_inputs(case, 0)
-    with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
-        try:
-            outputs = target.call(*arguments)
-        except Exception as error:
-            return _Outcome("forward", _first_line(error))
-        items = outputs if isinstance(outputs, tuple | list) else (outputs,)
-        tensors = [o for o in items if isinstance(o, torch.Tensor)]
-        if any(o.is_floating_point() and not torch.isfinite(o).all() for o in tensors):
-            return _Outcome("forward", NOT_FINITE)
-        if not any(o.requires_grad for o in tensors):
-            return _Outcome("done")
-        try:
-            gradients = _gradients(target, arguments, items)
-        except Exception as error:
-            return _Outcome("backward", _first_line(error))
-    none, wrong = [], []
-    for index, argument in enumerate(arguments):
-        gradient = gradients[index] if index < len(gradients) else None
-        if not isinstance(argument, torch.Tensor):
-            if gradient is not None:
-                wrong.append(index)
-        elif gradient is None:
-            none.append(index)
-        elif not isinstance(gradient, torch.Tensor) or gradient.shape != argument.shape:
-            wrong.append(index)
-    return _Outcome("done", none=tuple(none), wrong_shape=tuple(wrong))
-
-
-def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any]) -> tuple[Any, ...]:
-    """backward's own return where it can be called directly, so that autograd reshapes nothing."""
-    import torch
-
-    from gradverify.numerics.graph import backward_return
-
-    ones = [torch.ones_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
-    return backward_return(target, outputs, arguments, ones)
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")

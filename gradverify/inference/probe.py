@@ -1,0 +1,77 @@
+"""One trial run on candidate inputs: forward, then backward with ones as grad_outputs, and
+how far it got (inference keeps the candidates with which it gets to the end)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gradverify.inference.from_signature import Choice
+    from gradverify.target.loaded import Target
+
+NOT_FINITE = "forward's output is not finite"
+STAGES = ("forward", "backward", "done")  # how far a probe got
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """How far one trial run of forward and backward got, and what it found."""
+
+    stage: str  # "forward" or "backward" (where it failed), or "done"
+    error: str | None = None
+    none: tuple[int, ...] = ()  # tensor arguments whose gradient backward left None
+    wrong_shape: tuple[int, ...] = ()  # arguments whose gradient has another shape
+
+
+def probe(target: Target, choices: Sequence[Choice]) -> ProbeOutcome:
+    """One forward, and backward with ones as grad_outputs, on the inputs of `choices`."""
+    import torch
+
+    from gradverify.inputs import build_inputs
+    from gradverify.spec.models import Case
+
+    case = Case.model_validate({"name": "probe", "inputs": [c.item for c in choices]})
+    arguments = build_inputs(case, 0)
+    with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
+        try:
+            outputs = target.call(*arguments)
+        except Exception as error:
+            return ProbeOutcome("forward", _first_line(error))
+        items = outputs if isinstance(outputs, tuple | list) else (outputs,)
+        tensors = [o for o in items if isinstance(o, torch.Tensor)]
+        if any(o.is_floating_point() and not torch.isfinite(o).all() for o in tensors):
+            return ProbeOutcome("forward", NOT_FINITE)
+        if not any(o.requires_grad for o in tensors):
+            return ProbeOutcome("done")
+        try:
+            gradients = _gradients(target, arguments, items)
+        except Exception as error:
+            return ProbeOutcome("backward", _first_line(error))
+    none, wrong = [], []
+    for index, argument in enumerate(arguments):
+        gradient = gradients[index] if index < len(gradients) else None
+        if not isinstance(argument, torch.Tensor):
+            if gradient is not None:
+                wrong.append(index)
+        elif gradient is None:
+            none.append(index)
+        elif not isinstance(gradient, torch.Tensor) or gradient.shape != argument.shape:
+            wrong.append(index)
+    return ProbeOutcome("done", none=tuple(none), wrong_shape=tuple(wrong))
+
+
+def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any]) -> tuple[Any, ...]:
+    """backward's own return where it can be called directly, so that autograd reshapes nothing."""
+    import torch
+
+    from gradverify.numerics.graph import backward_return
+
+    ones = [torch.ones_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
+    return backward_return(target, outputs, arguments, ones)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
