@@ -75,7 +75,10 @@ def _rendered(notes: list[str]) -> str | None:
         return None  # rich measures other characters in cells of its own
     if max(map(len, lines)) > _narrowest_width():
         return None
-    if not _use_color():
+    color = _use_color()
+    if color is None:
+        return None
+    if not color:
         return "".join(f"{line}\n" for line in lines)
     coloured = [f"{_CYAN}{note}{_RESET}" for note in notes]
     coloured.append(
@@ -85,14 +88,15 @@ def _rendered(notes: list[str]) -> str | None:
     return "".join(f"{line}\n" for line in coloured)
 
 
-def _use_color() -> bool:
-    """cli._use_color, as rich's Console decides it for sys.stdout."""
+def _use_color() -> bool | None:
+    """commands.terminal.use_color, as rich's Console decides it for sys.stdout; None where
+    rich's versions differ (TTY_COMPATIBLE and TTY_INTERACTIVE arrived in rich 14): the CLI
+    answers then, with the rich installed."""
     environ = os.environ
     if "NO_COLOR" in environ:
         return False
-    compatible = environ.get("TTY_COMPATIBLE", "")
-    if compatible in ("0", "1"):
-        return compatible == "1"
+    if "TTY_COMPATIBLE" in environ or "TTY_INTERACTIVE" in environ:
+        return None
     if "FORCE_COLOR" in environ:
         return environ["FORCE_COLOR"] != ""
     try:
@@ -102,7 +106,7 @@ def _use_color() -> bool:
 
 
 def _narrowest_width() -> int:
-    """The narrowest width cli._width could give: 100 off a terminal, else the smallest of
+    """The narrowest width commands.terminal.width could give: 100 off a terminal, else the smallest of
     every size rich may read (COLUMNS, the standard streams' terminals, its default 80)."""
     if not sys.stdout.isatty():
         return 100
