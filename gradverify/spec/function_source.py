@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gradverify.spec.module_reading import ModuleReading, names_read, read_module
-from gradverify.spec.source_files import source_files
+from gradverify.spec.source_files import package_of, source_files
 from gradverify.spec.targets import parse_target
 
 _BUILTINS = frozenset(dir(builtins))
@@ -147,7 +147,7 @@ class _Closure:
         return self._reading(file)
 
     def _reading(self, file: Path) -> ModuleReading:
-        reading = read_module(file, _package_of(file)) if file.is_file() else None
+        reading = read_module(file, package_of(file)) if file.is_file() else None
         if reading is None:
             raise _CannotTell(str(file))
         return reading
@@ -159,13 +159,3 @@ class _Closure:
             if candidate.is_file():
                 return candidate.resolve()
         return None
-
-
-def _package_of(file: Path) -> str:
-    """The package a file's relative imports start from (an `__init__.py`'s own)."""
-    parts: list[str] = []
-    directory = file.parent
-    while (directory / "__init__.py").is_file():
-        parts.insert(0, directory.name)
-        directory = directory.parent
-    return ".".join(parts)

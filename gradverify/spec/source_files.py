@@ -38,7 +38,7 @@ def source_files(target: str, project: Path, within: str | None = None) -> list[
     if module_part.endswith(".py") or "/" in module_part:
         start = (project / module_part).resolve()
         first = [start] if start.is_file() else []
-        package = _package_of(start)
+        package = package_of(start)
     else:
         first = _module_files(module_part, project)
         package = module_part.rpartition(".")[0]
@@ -69,7 +69,8 @@ def _module_files(dotted: str, project: Path) -> list[Path]:
     return files
 
 
-def _package_of(file: Path) -> str:
+def package_of(file: Path) -> str:
+    """The package a file's relative imports start from (an `__init__.py`'s own)."""
     parts: list[str] = []
     directory = file.parent
     while (directory / "__init__.py").is_file():
