@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
-from gradverify.spec.identity import TargetIdentity, canonical, identify
+from gradverify.spec.identity import TargetIdentity, canonical, identify, module_file_in
 
 # Imported (its ops registered) once per process, from the module's one project; a fixed name
 # keeps test ids alike in every pytest-xdist worker.
@@ -301,3 +301,12 @@ def test_init_with_force_writes_another_spec(project: Path) -> None:
     result = CliRunner().invoke(app, [*arguments, "--no-isolation"])
     assert result.exit_code == ExitCode.OK, result.stderr
     assert (project / "specs/new.yaml").is_file()
+
+
+def test_a_package_is_found_before_a_module_of_its_name(tmp_path: Path) -> None:
+    # As Python's own import does: keys and identities must cover the file import runs.
+    (tmp_path / "helpers.py").write_text("", encoding="utf-8")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("", encoding="utf-8")
+
+    assert module_file_in("helpers", tmp_path) == (tmp_path / "helpers" / "__init__.py").resolve()

@@ -37,6 +37,8 @@ class ResultCache:
         self.directory = directory / FORMAT
         self.root = directory
         self.project = (project or Path.cwd()).resolve()
+        # Each task's key, made once: lookup and store would each read every file it covers.
+        self._keys: dict[int, tuple[str | None, str]] = {}
 
     def lookup(self, task: Task) -> list[Result] | None:
         key, layout = self._key_and_layout(task)
@@ -102,6 +104,11 @@ class ResultCache:
 
     def _key_and_layout(self, task: Task) -> tuple[str | None, str]:
         """The key, and where the keyed statements start ("" when whole files are keyed)."""
+        if task.id not in self._keys:
+            self._keys[task.id] = self._made_key(task)
+        return self._keys[task.id]
+
+    def _made_key(self, task: Task) -> tuple[str | None, str]:
         spec = task.entry.spec
         if spec.target is None:
             return None, ""

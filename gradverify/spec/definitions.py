@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradverify.spec.identity import absolute_module, factory_name, module_file, top_level
+from gradverify.spec.identity import absolute_module, factory_name, module_file, parsed, top_level
 
 FUNCTION_BASES = frozenset(
     {
@@ -139,7 +139,7 @@ def _definitions(sources: list[_Source]) -> list[Definition]:
     classes: dict[str, _Class] = {}
     ops: list[Definition] = []
     for source in sources:
-        tree = _parse(source.file)
+        tree = parsed(source.file)
         if tree is None:
             continue
         names = _imported_names(tree, source)
@@ -272,10 +272,3 @@ def _defined_op(call: ast.Call, libraries: dict[str, str]) -> str | None:
     if "::" in name and all(part.isidentifier() for part in name.split("::")):
         return name
     return None
-
-
-def _parse(file: Path) -> ast.Module | None:
-    try:
-        return ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
-    except (OSError, SyntaxError, ValueError):
-        return None

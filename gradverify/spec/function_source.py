@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gradverify.spec.identity import module_file_in
 from gradverify.spec.module_reading import ModuleReading, names_read, read_module
 from gradverify.spec.source_files import package_of, source_files
 from gradverify.spec.targets import parse_target
@@ -114,15 +115,17 @@ class _Closure:
         module = imported.module
         if imported.attribute is not None:
             submodule = f"{module}.{imported.attribute}"
-            if self._file_of(submodule) is None:
-                if self._file_of(module) is not None:  # `from pkg.helpers import twice`
+            if module_file_in(submodule, self.project) is None:
+                if (
+                    module_file_in(module, self.project) is not None
+                ):  # `from pkg.helpers import twice`
                     self.add_name(self._module(module), imported.attribute, required=True)
                 return
             module = submodule
-        if self._file_of(module) is None:
+        if module_file_in(module, self.project) is None:
             return  # not the project's: its version is keyed (torch), its code is not ours
         rest = list(attributes or ())
-        while rest and self._file_of(f"{module}.{rest[0]}") is not None:
+        while rest and module_file_in(f"{module}.{rest[0]}", self.project) is not None:
             module = f"{module}.{rest.pop(0)}"
         if rest:
             self.add_name(self._module(module), rest[0], required=True)
@@ -141,7 +144,7 @@ class _Closure:
         return self._module(module)
 
     def _module(self, dotted: str) -> ModuleReading:
-        file = self._file_of(dotted)
+        file = module_file_in(dotted, self.project)
         if file is None:
             raise _CannotTell(dotted)
         return self._reading(file)
@@ -151,11 +154,3 @@ class _Closure:
         if reading is None:
             raise _CannotTell(str(file))
         return reading
-
-    def _file_of(self, dotted: str) -> Path | None:
-        """The project file of module `dotted` (a package's __init__.py), if it has one."""
-        base = self.project.joinpath(*dotted.split("."))
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                return candidate.resolve()
-        return None

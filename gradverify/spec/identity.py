@@ -128,12 +128,19 @@ def module_file(dotted: str, project: Path | None = None) -> Path | None:
     return _find_module(dotted, _roots((project or Path.cwd()).resolve())).file
 
 
+def module_file_in(dotted: str, root: Path) -> Path | None:
+    """The file `import dotted` runs first when looked up under `root` alone."""
+    return _find_module(dotted, (root,)).file
+
+
 def _roots(project: Path) -> tuple[Path, ...]:
     """Where `import` finds a module for gradverify.target.loading: the project, then sys.path."""
     return (project, *(Path(entry or ".").resolve() for entry in sys.path))
 
 
 def _find_module(dotted: str, roots: tuple[Path, ...]) -> _Module:
+    """Where `import dotted` finds it first under `roots`: a package before a module, as
+    Python's own import."""
     base = dotted.split(".")
     for root in roots:
         for candidate in (
@@ -184,11 +191,17 @@ def _read(file: Path, mtime: int) -> ast.Module | None:
         return None
 
 
-def _bindings(file: Path, module: str) -> dict[str, _Binding]:
+def parsed(file: Path) -> ast.Module | None:
+    """The syntax tree of a Python file, parsed once while it is unchanged (None: unreadable
+    or not Python)."""
     try:
-        tree = _read(file, file.stat().st_mtime_ns)
+        return _read(file, file.stat().st_mtime_ns)
     except OSError:
-        return {}
+        return None
+
+
+def _bindings(file: Path, module: str) -> dict[str, _Binding]:
+    tree = parsed(file)
     if tree is None:
         return {}
     package = module if file.name == "__init__.py" else module.rpartition(".")[0]

@@ -9,7 +9,7 @@ import functools
 import sys
 from pathlib import Path
 
-from gradverify.spec.identity import absolute_module
+from gradverify.spec.identity import absolute_module, module_file_in
 from gradverify.spec.targets import module_of
 
 
@@ -59,14 +59,8 @@ def source_files(target: str, project: Path, within: str | None = None) -> list[
 def _module_files(dotted: str, project: Path) -> list[Path]:
     """The files that importing `dotted` runs, if they live in the project: packages' __init__ too."""
     parts = dotted.split(".")
-    files = []
-    for depth in range(1, len(parts) + 1):
-        base = project.joinpath(*parts[:depth])
-        for candidate in (base / "__init__.py", base.with_suffix(".py")):
-            if candidate.is_file():
-                files.append(candidate.resolve())
-                break
-    return files
+    found = (module_file_in(".".join(parts[:depth]), project) for depth in range(1, len(parts) + 1))
+    return [file for file in found if file is not None]
 
 
 def package_of(file: Path) -> str:
