@@ -10,7 +10,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -22,9 +22,6 @@ from gradverify.commands.record import run_record
 from gradverify.errors import GradverifyError
 from gradverify.exitcodes import ExitCode
 from gradverify.run import interrupts
-
-if TYPE_CHECKING:
-    pass
 
 app = typer.Typer(
     name="gradverify",

@@ -20,7 +20,7 @@ from gradverify.exitcodes import ExitCode
 
 # report.text's styles, as rich writes them with the standard colour system.
 _CYAN, _BOLD_GREEN, _GREEN, _RESET = "\x1b[36m", "\x1b[1;32m", "\x1b[32m", "\x1b[0m"
-_WIDEST = 140  # cli._width's bounds
+_WIDEST = 140  # commands.terminal.width's bounds
 _NARROWEST = 60
 
 

@@ -215,7 +215,7 @@ class WorkerPool:
         task = worker.task
         assert task is not None
         if kind == "ready":
-            worker.stack_file = message[1] if len(message) > 1 else None
+            worker.stack_file = message[1]
             return
         if kind == "started":
             worker.started = time.monotonic()

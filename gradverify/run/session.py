@@ -111,8 +111,6 @@ def infer_entries(targets: Sequence[str], options: RunOptions) -> list[tuple[Spe
     when isolated, so that the user's forward runs isolated and this process never imports
     torch: a zero-config check pays one torch import, the fork server's.
     """
-    if not targets:
-        return []
     results = infer_each(targets, options, keep_going=False)
     return [result for result in results if not isinstance(result, GradverifyError)]
 

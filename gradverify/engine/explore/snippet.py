@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-import yaml
 
 from gradverify.engine.explore.draws import explorable
+from gradverify.inference.spec_text import flow
 from gradverify.spec.models import Case, LiteralInput, TensorInput
 
 # A drawn tensor with at most this many elements is written with its `values`.
@@ -18,15 +18,9 @@ MAX_VALUES = 64
 def case_snippet(case: Case, arguments: Sequence[Any], name: str) -> list[str]:
     """The lines of a case named `name` holding `arguments` (drawn tensors as `values`)."""
     inputs = [_input(item, argument) for item, argument in zip(case.inputs, arguments, strict=True)]
-    lines = [f"- name: {_flow(name)}", "  inputs:"]
-    lines.extend(f"    - {_flow(item)}" for item in inputs)
+    lines = [f"- name: {flow(name)}", "  inputs:"]
+    lines.extend(f"    - {flow(item)}" for item in inputs)
     return lines
-
-
-def _flow(value: Any) -> str:
-    """`value` as one line of YAML, in the flow style specs write inputs in."""
-    text = yaml.safe_dump(value, default_flow_style=True, width=float("inf"), sort_keys=False)
-    return text.strip().removesuffix("...").strip()
 
 
 def fits_in_values(argument: Any) -> bool:
