@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from gradverify.checks.shared.backward_call import broadcasts_back
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
@@ -174,7 +175,7 @@ def _misshapen(
         if not isinstance(grad, torch.Tensor) or grad.shape == argument.shape:
             continue
         got, shape = list(grad.shape), list(argument.shape)
-        if _sums_back(grad.shape, argument.shape):
+        if broadcasts_back(grad.shape, argument.shape):
             hint = (
                 "autograd sums a gradient of a broadcast shape back to the argument's shape, "
                 "so its values can look right; return the gradient in the argument's shape"
@@ -206,14 +207,6 @@ def _raw_backward(
     ]
     with user_code("backward"):
         return backward_return(context.target, produced, (), every)
-
-
-def _sums_back(grad: torch.Size, shape: torch.Size) -> bool:
-    """Whether autograd sums a gradient of shape `grad` back to `shape` (rather than refusing)."""
-    try:
-        return torch.broadcast_shapes(grad, shape) == grad
-    except RuntimeError:
-        return False
 
 
 def _by_argument(expected: Any, n_arguments: int, wrt: Sequence[int]) -> dict[int, Any] | None:

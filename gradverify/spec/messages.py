@@ -9,9 +9,11 @@ unknown type falls back to pydantic's own words rather than to nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-KeyPath = tuple[str | int, ...]
+if TYPE_CHECKING:
+    from gradverify.spec.yamlnodes import KeyPath
+
 
 # What one item of a list under a key is called, for "give at least one case".
 _ITEM_NAMES = {

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from gradverify.checks.shared.backward_call import broadcasts_back
 from gradverify.checks.shared.case import CaseContext
 from gradverify.inputs import fresh_copies
 from gradverify.numerics.salts import Salt
@@ -36,10 +37,7 @@ def summed_by_autograd(grad: torch.Tensor, argument: torch.Tensor) -> bool:
     with more elements): `[3, 4]` for `[4]`, or `[3, 4]` for `[1, 4]`."""
     if grad.shape == argument.shape or grad.numel() <= argument.numel():
         return False
-    try:
-        return torch.broadcast_shapes(grad.shape, argument.shape) == grad.shape
-    except RuntimeError:
-        return False
+    return broadcasts_back(grad.shape, argument.shape)
 
 
 def unreduced_warning(

@@ -9,23 +9,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import torch
-
 from gradverify.checks.shared.case import (
     CaseContext,
     crash_result,
     no_gradient_to_check,
-    promotion_notes,
 )
 from gradverify.checks.shared.jacobian_verdicts import jacobian_blocks, judge, measure
 from gradverify.checks.shared.modes import (
     first_order_problem,
+    float64_case,
     projected_measure,
     randomized_verdict,
-    resolve_mode,
 )
 from gradverify.checks.shared.real_case import realify
-from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.inputs import differentiable_indices
 from gradverify.numerics.localizer import examine_all
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError
@@ -53,11 +50,9 @@ class FiniteDifferenceCheck:
             # Declared by the user; shown only while nothing else checks backward's values.
             checked = context.spec.expected_gradient is not None
             return [context.result(self.id, Status.SKIP, SURROGATE_SKIP, applies=not checked)]
-        arguments = fresh_copies(context.arguments, torch.float64)
-        notes = promotion_notes(context, context.arguments)
-        mode, reason = resolve_mode(context, arguments)
-        if mode == "randomized":
-            return randomized_run(context, self.id, arguments, wrt, (*notes, reason))
+        arguments, notes, fast = float64_case(context)
+        if fast:
+            return randomized_run(context, self.id, arguments, wrt, notes)
         # Complex values as (real, imaginary) pairs, checked as torch's gradcheck checks them.
         real = realify(context, arguments, wrt)
         context, arguments = real.context, real.arguments

@@ -11,7 +11,6 @@ and a failure is localized by group testing (`numerics/localizer.py`) instead of
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from gradverify.checks.gradcheck.fast_pass import look_again
@@ -51,7 +50,9 @@ class GradcheckCheck:
         wrt = differentiable_indices(context.arguments)
         arguments, notes, fast = float64_case(context)
         try:
-            failure = run_gradcheck(context, context.target.call, arguments, fast_mode=fast)
+            failure = torch_complaint(
+                context, self.id, context.target.call, arguments, fast_mode=fast
+            )
             if failure is None and fast:
                 # torch's fast mode sums allowances over every entry (see numerics/localizer.py)
                 # and misses wrong entries in large inputs; our projections look again.
@@ -131,13 +132,3 @@ class GradcheckCheck:
             f"input {mismatch.input}{part})",
             input_index=index, notes=notes,
         )  # fmt: skip
-
-
-def run_gradcheck(
-    context: CaseContext,
-    call: Callable[..., Any],
-    arguments: tuple[Any, ...],
-    fast_mode: bool = False,
-) -> str | None:
-    """torch's gradcheck on `call`: None if it passes, else its failure message."""
-    return torch_complaint(context, "gradcheck", call, arguments, fast_mode=fast_mode)

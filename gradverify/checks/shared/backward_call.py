@@ -98,3 +98,11 @@ def run_backward(
     """backward's raw return, called directly where possible so that autograd casts nothing."""
     with user_code("backward"):
         return backward_return(context.target, outputs, arguments, grad_outputs)
+
+
+def broadcasts_back(grad: torch.Size, shape: torch.Size) -> bool:
+    """Whether autograd sums a gradient of shape `grad` back to `shape` (rather than refusing)."""
+    try:
+        return torch.broadcast_shapes(grad, shape) == grad
+    except RuntimeError:
+        return False

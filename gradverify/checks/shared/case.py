@@ -120,7 +120,7 @@ def no_gradient_to_check(context: CaseContext, check: str) -> Result | None:
 
 def promotion_notes(context: CaseContext, arguments: Sequence[Any]) -> tuple[str, ...]:
     return tuple(
-        f"{context.describe_argument(index)} promoted from {str(dtype).removeprefix('torch.')} "
+        f"{context.describe_argument(index)} promoted from {dtype_name(dtype)} "
         f"to {'complex128' if dtype.is_complex else 'float64'} for this check"
         for index, dtype in promoted_arguments(arguments)
     )
