@@ -14,7 +14,6 @@ from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext
 from gradverify.engine.explore import CHECK as EXPLORED_CHECK
-from gradverify.engine.explore import explore
 from gradverify.engine.folding import fold
 from gradverify.engine.off_kinks import settle_inputs
 from gradverify.inference.zeroconfig import CASE as INFERRED_CASE_NAME
@@ -108,6 +107,8 @@ def _explored(
     job: Job, case: Case, context: CaseContext, produced: list[Result]
 ) -> tuple[list[Result], tuple[str, ...]]:
     """`produced`, or a failure found on a further draw (gradverify.engine.explore), and notes."""
+    from gradverify.engine.explore.search import explore  # only a run that explores needs it
+
     spent = sum(result.seconds for result in context.earlier)
     budget = max(0.0, job.entry.spec.timeout / 2 - spent)  # never the case's own timeout
     inferred = job.entry.file is None and case.name.startswith(INFERRED_CASE_NAME)  # zero-config

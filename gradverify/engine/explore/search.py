@@ -17,6 +17,7 @@ from typing import Any
 
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, CaseMemo
+from gradverify.engine.explore import CHECK
 from gradverify.engine.explore.draws import Draw, draws, tensor_indices
 from gradverify.engine.explore.shrink import Found, Shrinker
 from gradverify.engine.explore.snippet import case_snippet, fits_in_values
@@ -25,9 +26,6 @@ from gradverify.inputs import KINK_MARGIN_EPS
 from gradverify.results import Result
 from gradverify.spec.models import Case
 from gradverify.usercode import UserCodeError
-
-# The check that explored draws are judged by.
-CHECK = "finite_difference"
 
 
 @dataclass(frozen=True)
