@@ -189,3 +189,18 @@ def test_a_custom_op_whose_process_ends_skips_the_checks_the_worker_said_it_runs
     assert "7" in by_check["backward"].message
     # compile runs after backward: the parent knows of it from the worker, not by a guess
     assert by_check["compile"].status.value == "skip"
+
+
+def test_the_fork_servers_preload_leaves_out_what_only_exploring_uses():
+    """Every run waits for the server's imports: the explore search (its shrinker, draws and
+    YAML snippet writer) is imported by a run that explores, not by every run's server."""
+    code = (
+        "import sys\n"
+        "from gradverify.run.forkserver import PRELOAD\n"
+        "for module in PRELOAD:\n    __import__(module)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gradverify.engine.explore.')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.strip() == "[]"
