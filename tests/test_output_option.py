@@ -60,6 +60,21 @@ def test_every_format_choice_has_a_renderer_and_every_renderer_a_choice():
         assert name in help_text
 
 
+def test_a_run_imports_only_the_renderer_it_writes_with():
+    """Six formats, one used: the others' modules (html's page, junit's XML) stay unimported."""
+    code = (
+        "import sys\n"
+        "from gradverify.report import FORMATS\n"
+        "FORMATS['json']\n"
+        "print(sorted(set(FORMATS) & {m.rsplit('.', 1)[-1].removesuffix('_format')"
+        " for m in sys.modules if m.startswith('gradverify.report.')}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "['json']"
+
+
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_every_renderer_renders_every_status_and_an_empty_run(name):
     statuses = [
