@@ -1,0 +1,115 @@
+"""`make test`'s own steps, timed on a quiet machine and on a busy one, side by side in one run.
+
+Usage: python bench/suite.py [--against DIR] [--load N] [--repeat R]
+
+Runs what `make test` runs after its set-up (lint-imports, ruff, a cold mypy, `pytest -q -n 2`)
+in this checkout and, with `--against`, in another checkout with its own `.venv` (an older
+commit: `git worktree add DIR COMMIT && make -C DIR install-dev`), the two alternating. "Busy"
+is the same run while N processes (default 2, one per core of this project's machines) spin
+on the CPU: another job sharing the machine. Prints a Markdown table: best wall and CPU time
+(user + system of the steps and every process they started) of R runs, and ratios. Not a
+test: the ratios are what matter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def steps(checkout: Path, cache: Path) -> list[list[str]]:
+    """The commands of `make test` after `install-dev`, as the Makefile runs them."""
+    bin_dir = checkout / ".venv" / "bin"
+    return [
+        [str(bin_dir / "lint-imports")],
+        [str(bin_dir / "ruff"), "check", "."],
+        [str(bin_dir / "mypy"), "--cache-dir", str(cache)],  # cold, as on a fresh clone
+        [str(bin_dir / "pytest"), "-q", "-n", "2", "-p", "no:cacheprovider"],
+    ]
+
+
+def timed(checkout: Path) -> tuple[float, float, bool]:
+    """Wall and CPU seconds of the steps, and whether they all passed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    passed = True
+    with tempfile.TemporaryDirectory() as cache:
+        for command in steps(checkout, Path(cache)):
+            done = subprocess.run(command, cwd=checkout, capture_output=True, check=False)
+            passed = passed and done.returncode == 0
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, passed
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+@contextmanager
+def busy(processes: int) -> Iterator[None]:
+    """`processes` processes spinning on the CPU for the block's duration."""
+    spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(processes)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.join()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--against", type=Path, help="another checkout, with its own .venv")
+    parser.add_argument("--load", type=int, default=2, help="spinning processes when busy")
+    parser.add_argument("--repeat", type=int, default=1)
+    arguments = parser.parse_args()
+    checkouts = {"this checkout": ROOT}
+    if arguments.against is not None:
+        checkouts["--against"] = arguments.against.resolve()
+    best: dict[tuple[str, str], tuple[float, float]] = {}
+    for condition in ("quiet", "busy"):
+        for _ in range(arguments.repeat):
+            for name, checkout in checkouts.items():  # alternating, so load drifts alike
+                with busy(arguments.load if condition == "busy" else 0):
+                    wall, cpu, passed = timed(checkout)
+                if not passed:
+                    print(f"warning: a step failed in {checkout} ({condition})", file=sys.stderr)
+                old = best.get((name, condition), (float("inf"), float("inf")))
+                best[(name, condition)] = (min(old[0], wall), min(old[1], cpu))
+    print(f"`make test`'s steps; busy: {arguments.load} spinning processes\n")
+    print("| checkout | quiet wall (s) | quiet CPU (s) | busy wall (s) | busy / quiet wall |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, checkout in checkouts.items():
+        quiet_wall, quiet_cpu = best[(name, "quiet")]
+        busy_wall, _ = best[(name, "busy")]
+        print(
+            f"| {name} ({checkout.name}) | {quiet_wall:.1f} | {quiet_cpu:.1f} "
+            f"| {busy_wall:.1f} | {busy_wall / quiet_wall:.2f}× |"
+        )
+    if arguments.against is not None:
+        print()
+        for condition in ("quiet", "busy"):
+            ours, theirs = best[("this checkout", condition)], best[("--against", condition)]
+            print(
+                f"- {condition}: this checkout / --against: wall {ours[0] / theirs[0]:.2f}×, "
+                f"CPU {ours[1] / theirs[1]:.2f}×"
+            )
+
+
+if __name__ == "__main__":
+    main()
