@@ -204,3 +204,24 @@ def test_the_fork_servers_preload_leaves_out_what_only_exploring_uses():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+def test_the_fork_server_ends_without_tearing_its_interpreter_down(tmp_path, monkeypatch):
+    """Every run waits to reap the server: it ends at once when the parent lets go, rather than
+    unwinding an interpreter that holds torch (an atexit hook there would run in a teardown)."""
+    ran = tmp_path / "teardown-ran"
+    (tmp_path / "sitecustomize.py").write_text(
+        f"import atexit, pathlib\natexit.register(pathlib.Path({str(ran)!r}).touch)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    server = forkserver.ForkServer()
+    try:
+        worker, connection = server.fork(threads=1)  # the server has started and preloaded
+        connection.close()
+        worker.join(timeout=60)
+        worker.close()
+    finally:
+        server.stop()
+    assert server.process.returncode == 0
+    assert not ran.exists()
