@@ -19,11 +19,7 @@ from gradverify.errors import UsageError
 from gradverify.inference.from_signature import Inference, infer
 from gradverify.inference.spec_text import file_name, spec_text
 from gradverify.results import Report, Result, Status
-from gradverify.spec.discover import (
-    DEFAULT_SPEC_DIR,
-    find_specs_for_identity,
-    find_specs_for_target,
-)
+from gradverify.spec.discover import DEFAULT_SPEC_DIR, SpecIndex
 from gradverify.spec.identity import canonical
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import CHECK_IDS, DTYPE_NAMES, MultiSpec
@@ -71,11 +67,12 @@ def init(
     """
     from gradverify.target.loading import load_target
 
+    known = SpecIndex(spec_paths)  # read once, for both questions
     if not force:
-        _refuse_duplicate(target_spec, find_specs_for_target(target_spec, spec_paths))
+        _refuse_duplicate(target_spec, known.naming(target_spec))
     target = load_target(target_spec)
     if not force:
-        _refuse_duplicate(target_spec, find_specs_for_identity(target.identity, spec_paths))
+        _refuse_duplicate(target_spec, known.with_identity(target.identity))
     path = output or Path("specs") / file_name(target_spec)
     if path.exists() and not force:
         raise UsageError(

@@ -186,3 +186,33 @@ def test_spec_and_target_arguments_mix(project: Path) -> None:
 
     assert [entry.spec.target for entry in plan.entries] == [MUL]
     assert plan.bare_targets == [SQUARE]
+
+
+def test_the_spec_paths_are_read_once_however_many_targets(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each bare target is looked up in the configured spec paths: one reading serves all."""
+    from gradverify.spec import load
+
+    write(project / "specs" / "square.yaml", spec_text(SQUARE))
+    write(project / "specs" / "mul.yaml", spec_text(MUL))
+    write(project / "ops" / "__init__.py", "")
+    write(
+        project / "ops" / "cube.py",
+        "import torch\n\n\nclass Cube(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        return x**3\n",
+    )
+    read: list[str] = []
+    original = load.load_spec_file
+
+    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        read.append(Path(path).name)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(load, "load_spec_file", counted)
+    plan = make_plan([SQUARE, MUL, "tests.functions.correct:Scale", "ops"])
+
+    assert [entry.spec.target for entry in plan.entries] == [SQUARE, MUL]
+    assert plan.bare_targets == ["tests.functions.correct:Scale"]
+    assert [item.target for item in plan.defined] == ["ops.cube:Cube"]
+    assert sorted(read) == ["mul.yaml", "square.yaml"]

@@ -32,26 +32,51 @@ def spec_files(path: str | Path) -> list[Path]:
     return [path]
 
 
+class SpecIndex:
+    """The specs under some paths, read once (on first use) and looked up by target, however
+    either side spells it (gradverify.spec.identity); broken specs are ignored."""
+
+    def __init__(self, directories: str | Path | Sequence[str | Path] = DEFAULT_SPEC_DIR) -> None:
+        self.directories = directories
+        self._entries: list[SpecEntry] | None = None
+        self._identities: list[TargetIdentity | None] = []
+
+    def naming(self, target: str) -> list[SpecEntry]:
+        """The specs whose `target` names the same target as `target`."""
+        identity = identify(target)
+        if identity is None:
+            return [entry for entry in self.entries() if entry.spec.target == target]
+        return self.with_identity(identity)
+
+    def with_identity(self, identity: TargetIdentity) -> list[SpecEntry]:
+        """The specs whose `target` has this identity."""
+        entries = self.entries()
+        return [e for e, known in zip(entries, self._identities, strict=True) if known == identity]
+
+    def entries(self) -> list[SpecEntry]:
+        """Every entry of the readable spec files under the paths."""
+        if self._entries is None:
+            self._entries = specs_in(self.directories)
+            self._identities = [
+                identify(entry.spec.target) if entry.spec.target is not None else None
+                for entry in self._entries
+            ]
+        return self._entries
+
+
 def find_specs_for_target(
     target: str, directory: str | Path | Sequence[str | Path] = DEFAULT_SPEC_DIR
 ) -> list[SpecEntry]:
     """Specs under `directory` (or each of several) whose `target` names the same target as
     `target`, however either is spelled (gradverify.spec.identity); broken specs are ignored."""
-    identity = identify(target)
-    if identity is None:
-        return [entry for entry in specs_in(directory) if entry.spec.target == target]
-    return find_specs_for_identity(identity, directory)
+    return SpecIndex(directory).naming(target)
 
 
 def find_specs_for_identity(
     identity: TargetIdentity, directory: str | Path | Sequence[str | Path] = DEFAULT_SPEC_DIR
 ) -> list[SpecEntry]:
     """Specs under `directory` (or each of several) whose `target` has this identity."""
-    return [
-        entry
-        for entry in specs_in(directory)
-        if entry.spec.target is not None and identify(entry.spec.target) == identity
-    ]
+    return SpecIndex(directory).with_identity(identity)
 
 
 def specs_in(directories: str | Path | Sequence[str | Path]) -> list[SpecEntry]:

@@ -14,14 +14,8 @@ from gradverify.spec.definitions import (
     is_module_name,
     python_files,
 )
-from gradverify.spec.discover import (
-    DEFAULT_SPEC_DIR,
-    find_specs_for_target,
-    is_spec_path,
-    spec_files,
-    specs_in,
-)
-from gradverify.spec.identity import TargetIdentity, canonical, identify
+from gradverify.spec.discover import DEFAULT_SPEC_DIR, SpecIndex, is_spec_path, spec_files
+from gradverify.spec.identity import canonical, identify
 from gradverify.spec.load import SpecEntry, load_spec_file
 
 
@@ -60,10 +54,11 @@ def make_plan(
     if not arguments:
         raise UsageError("nothing to check: pass spec files, directories or `module:Attr` targets")
     plan = Plan()
+    known = SpecIndex(spec_paths)  # the specs in spec_paths, read once for every argument
     targets = [a for a in arguments if ":" in a and not is_spec_path(a)]
     for argument in arguments:
         if _is_code_directory(argument):
-            _add_definitions(plan, argument, definitions_in_directory(argument), spec_paths)
+            _add_definitions(plan, argument, definitions_in_directory(argument), known)
         elif is_spec_path(argument):
             plan.entries.extend(_entries_of(argument))
             plan.notes.extend(_package_note(argument))
@@ -74,7 +69,7 @@ def make_plan(
                     f"{argument!r} is neither a spec file (.yaml/.yml), a directory, a module or "
                     "package that imports from here, nor a `module:Attr` target"
                 )
-            _add_definitions(plan, argument, defined, spec_paths)
+            _add_definitions(plan, argument, defined, known)
     if spec is not None and plan.code_arguments:
         raise UsageError(
             f"--spec gives the cases of `module:Attr` targets, not of a package "
@@ -88,7 +83,7 @@ def make_plan(
                 for e in load_spec_file(spec)
             )
             continue
-        found = find_specs_for_target(target, spec_paths)
+        found = known.naming(target)
         if found:
             plan.entries.extend(found)
         else:
@@ -114,16 +109,13 @@ def _package_note(argument: str) -> list[str]:
     ]
 
 
-def _add_definitions(
-    plan: Plan, argument: str, found: list[Definition], spec_paths: Sequence[str]
-) -> None:
+def _add_definitions(plan: Plan, argument: str, found: list[Definition], known: SpecIndex) -> None:
     if not found:
         raise UsageError(
             f"{argument!r} defines no torch.autograd.Function subclass and no custom op (read "
             "from its source; one made at run time is named as a `module:Attr` target)"
         )
     plan.code_arguments.append(argument)
-    named = _specs_by_identity(spec_paths)
     seen = {identify(item.definition.target) for item in plan.defined}
     for definition in found:
         identity = identify(definition.target)
@@ -131,19 +123,8 @@ def _add_definitions(
             if identity in seen:
                 continue  # found by an earlier argument too
             seen.add(identity)
-        entries = named.get(identity, []) if identity is not None else []
+        entries = known.with_identity(identity) if identity is not None else []
         plan.defined.append(DefinedTarget(definition, canonical(definition.target), entries))
-
-
-def _specs_by_identity(spec_paths: Sequence[str]) -> dict[TargetIdentity, list[SpecEntry]]:
-    """The specs in `spec_paths` by the identity of their target (discover.find_specs_for_identity
-    for every target at once: the specs are read once)."""
-    named: dict[TargetIdentity, list[SpecEntry]] = {}
-    for entry in specs_in(spec_paths):
-        identity = identify(entry.spec.target) if entry.spec.target is not None else None
-        if identity is not None:
-            named.setdefault(identity, []).append(entry)
-    return named
 
 
 def _entries_of(path: str) -> list[SpecEntry]:
