@@ -42,10 +42,7 @@ from typing import Any
 import torch
 
 from gradverify.numerics.diagonal import DiagonalKinks, diagonal_kinks, is_elementwise
-from gradverify.numerics.kinks import (
-    kink_at,
-    nondifferentiable_rows,
-)
+from gradverify.numerics.kinks import kink_at, nondifferentiable_rows
 from gradverify.numerics.localization import Entry, Examination, Problem
 from gradverify.numerics.noise import ROUNDING_ULPS, faint_rows, noise_rows, reach
 from gradverify.numerics.salts import Salt
@@ -79,20 +76,19 @@ class Localizer:
         """Detect, localize and judge discrepancies in the block of values[position]; with
         `search` off, only measure the projections.
 
-        `kinks_first` off: the kinks of an elementwise Function are judged only once a
-        projection differs, and the projections then start again, as if the kinks had been
-        judged first (the same answer). Where none differs, the six calls of the kink screen
-        are saved; only kinks that move no projection (the element farther than the
-        projection's step from the kink, yet within eps) go unreported, as they change nothing.
+        `kinks_first` off (a search after a pass; on to hold kinks fixed): the kinks of an
+        elementwise Function are judged once a projection differs; where they take elements
+        out, the projections start again. The same answer as judging them first, in as many
+        calls where one differs and six fewer where none does (no elementwise test, no kink
+        screen); only kinks no projection sees (farther than its step, within eps) go unsaid.
         """
         forward_before, backward_before = self.forward_calls, self.backward_calls
         exam = Examination(position)
         size = self.problem.values[position].numel()
         active = torch.ones(size, dtype=torch.bool)
-        kinks_judged = not (search and size)
-        if not kinks_judged and kinks_first:
+        kinks_judged = not (search and size) or kinks_first
+        if search and size and kinks_first:
             self._judge_kinks(exam, active)
-            kinks_judged = True
         searches, projection = 0, 0
         while projection < (PROJECTIONS if size else 0):
             v, grads = self._projection(projection)
@@ -104,11 +100,13 @@ class Localizer:
                     exam.projected.append((analytical, analytical - discrepancy))
                 if abs(discrepancy) <= threshold or not search or not active.any():
                     break
-                if not kinks_judged:  # kinks first now, then every projection again
+                if not kinks_judged:
                     self._judge_kinks(exam, active)
-                    kinks_judged, projection = True, 0
-                    exam.projected.clear()
-                    break
+                    kinks_judged = True
+                    if not active.all():  # kinks taken out: every projection again
+                        projection = 0
+                        exam.projected.clear()
+                        break
                 if searches == MAX_SEARCHES:
                     exam.exhausted = True
                     break
@@ -447,10 +445,6 @@ def examine_all(
     kinks_first: bool = True,
 ) -> dict[int, Examination]:
     """Every position of `problem` examined in turn by one Localizer (which shares its
-    projections and what it learns between them). `kinks_first`: see `Localizer.examine`;
-    off where a check looks for wrong entries after a pass, on where the kinks are wanted
-    whatever the projections show (to hold them fixed when torch runs again)."""
+    projections and what it learns between them). `kinks_first`: `Localizer.examine`."""
     localizer = Localizer(problem, generator)
-    return {
-        position: localizer.examine(position, search, kinks_first) for position in problem.positions
-    }
+    return {p: localizer.examine(p, search, kinks_first) for p in problem.positions}
