@@ -54,8 +54,9 @@ import resource, subprocess, sys, time
 started = time.perf_counter()
 completed = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 wall = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-print(wall, peak, completed.returncode)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+peak = usage.ru_maxrss * 1024
+print(wall, peak, completed.returncode, usage.ru_utime + usage.ru_stime)
 print(completed.stdout)
 """
 
@@ -80,6 +81,7 @@ class Run:
     """One `gradverify check` run: wall seconds, peak bytes, verdicts and check seconds."""
 
     wall: float
+    cpu: float  # user + system seconds of the run's processes
     peak: int
     verdicts: list[str]
     seconds: dict[str, float]
@@ -102,11 +104,11 @@ def check(module: str, name: str, directory: Path, shape: list[int], root: Path 
         check=True,
     )
     first, _, rest = measured.stdout.partition("\n")
-    wall, peak, _ = first.split()
+    wall, peak, _, cpu = first.split()
     results = json.loads(rest)["results"]
     verdicts = [f"{r['check']}:{r['status']}" for r in results if r["status"] != "skip"]
     seconds = {r["check"]: r.get("seconds", 0.0) for r in results}
-    return Run(float(wall), int(peak), verdicts, seconds)
+    return Run(float(wall), float(cpu), int(peak), verdicts, seconds)
 
 
 def main() -> None:
@@ -124,10 +126,10 @@ def main() -> None:
     roots = [ROOT] if options.baseline is None else [options.baseline.resolve(), ROOT]
     print(f"shape {shape}")
     print(
-        "| Function (float64) | checkout | forward+backward | whole run | × f+b | gradgradcheck "
-        "| peak memory | × input |"
+        "| Function (float64) | checkout | forward+backward | whole run | × f+b | CPU "
+        "| gradgradcheck | peak memory | × input |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as directory:
         for label, module, name in rows:
             for _ in range(options.rounds):
@@ -139,7 +141,7 @@ def main() -> None:
                     gradgradcheck = run.seconds.get("gradgradcheck", 0.0)
                     print(
                         f"| {label}{outcome} | {_name(root)} | {unit:.2f} s | {run.wall:.1f} s "
-                        f"| {run.wall / unit:.0f}× | {gradgradcheck:.1f} s "
+                        f"| {run.wall / unit:.0f}× | {run.cpu:.1f} s | {gradgradcheck:.1f} s "
                         f"| {run.peak / 2**30:.2f} GB | {run.peak / input_bytes:.0f}× |",
                         flush=True,
                     )
