@@ -8,6 +8,10 @@ before the first move, record after the last, compare:
     python bench/same_behaviour.py record after.json
     python bench/same_behaviour.py compare before.json after.json
 
+`record out.json --mode randomized` records every case in randomized mode (random
+projections and group testing, which the bundled specs' small inputs never reach by
+themselves): the record for a change to the localizer.
+
 The record is the JSON report of `gradverify check --no-cache` on the bundled specs and the
 test suite's own spec fixtures, with what varies from run to run (timings, the checkout's
 path) removed.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +41,9 @@ SPEC_PATHS = [
 VARYING = {"seconds"}
 
 
-def record() -> dict[str, Any]:
+def record(options: Sequence[str] = ()) -> dict[str, Any]:
     command = [sys.executable, "-m", "gradverify", "check", *SPEC_PATHS]
-    command += ["--format", "json", "--no-cache"]
+    command += ["--format", "json", "--no-cache", *options]
     completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if completed.returncode not in (0, 1):
         sys.exit(f"gradverify exited {completed.returncode}:\n{completed.stderr}")
@@ -84,8 +89,9 @@ def _key(result: dict[str, Any]) -> str:
 
 
 def main(arguments: list[str]) -> int:
-    if len(arguments) == 2 and arguments[0] == "record":
-        Path(arguments[1]).write_text(json.dumps(record(), indent=1, sort_keys=True) + "\n")
+    if len(arguments) in (2, 4) and arguments[0] == "record" and arguments[2:3] in ([], ["--mode"]):
+        recorded = record(arguments[2:])
+        Path(arguments[1]).write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
         return 0
     if len(arguments) == 3 and arguments[0] == "compare":
         before, after = (json.loads(Path(name).read_text()) for name in arguments[1:])

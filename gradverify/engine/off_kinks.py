@@ -103,12 +103,15 @@ def _settle_argument(
     generator: torch.Generator,
 ) -> str | None:
     evaluate = _evaluate(target)
-    elementwise = is_elementwise(evaluate, fresh_copies(settled, torch.float64), index)
+    base = _outputs_at(evaluate, fresh_copies(settled, torch.float64), index)
+    elementwise = base is not None and is_elementwise(
+        evaluate, fresh_copies(settled, torch.float64), index, base
+    )
     if not elementwise and settled[index].numel() > GROUP_LIMIT:
         return None
     redrawn = torch.zeros(settled[index].numel(), dtype=torch.bool)
     tries = 0
-    near = near_kinks(evaluate, settled, index, spec, elementwise)
+    near = near_kinks(evaluate, settled, index, spec, elementwise, base)
     while near.columns and tries < MAX_TRIES:
         tries += 1
         current = settled[index]
@@ -122,15 +125,34 @@ def _settle_argument(
     return _note(target, index, int(redrawn.sum()), tries, near)
 
 
+def _outputs_at(evaluate: Evaluate, probe: Sequence[Any], index: int) -> torch.Tensor | None:
+    """The one output at `probe`, when it is shaped like probe[index] with two elements or
+    more (None otherwise: no elementwise forward, as `is_elementwise` says)."""
+    argument = probe[index]
+    if argument.numel() < 2:
+        return None
+    with torch.no_grad():
+        outputs = [output.detach() for output in evaluate(*probe)]
+    if len(outputs) != 1 or outputs[0].shape != argument.shape:
+        return None
+    return outputs[0]
+
+
 def near_kinks(
-    evaluate: Evaluate, arguments: Sequence[Any], index: int, spec: FunctionSpec, elementwise: bool
+    evaluate: Evaluate,
+    arguments: Sequence[Any],
+    index: int,
+    spec: FunctionSpec,
+    elementwise: bool,
+    base: torch.Tensor | None = None,
 ) -> Near:
     """Elements of argument `index` within eps of a kink of some output of `evaluate` (probed
-    in float64): all of them at once for an elementwise forward, else by group testing."""
+    in float64): all of them at once for an elementwise forward, else by group testing.
+    `base`: the outputs at `arguments`, when the caller has them (one forward call fewer)."""
     probe = fresh_copies(arguments, torch.float64)
     tol = spec.tolerance
     if elementwise:
-        found = diagonal_kinks(evaluate, probe, index, tol.eps, tol.atol, tol.rtol)
+        found = diagonal_kinks(evaluate, probe, index, tol.eps, tol.atol, tol.rtol, base)
         return Near(found.columns.tolist())
     return grouped_near_kinks(evaluate, probe, index, spec)
 

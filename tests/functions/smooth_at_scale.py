@@ -133,3 +133,26 @@ class SigmoidSetupContext(torch.autograd.Function):
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
         (x,) = ctx.saved_tensors
         return grad_output * _sigmoid_derivative(x)
+
+
+CALLS = {"forward": 0, "backward": 0}
+
+
+def reset_calls() -> None:
+    CALLS.update(forward=0, backward=0)
+
+
+class CountedGelu(GeluSetupContext):
+    """GeluSetupContext counting its forward and backward calls in `CALLS` (tests pin how
+    many evaluations a check needs)."""
+
+    @staticmethod
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        CALLS["forward"] += 1
+        return _gelu(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        CALLS["backward"] += 1
+        (x,) = ctx.saved_tensors
+        return grad_output * _gelu_derivative(x)

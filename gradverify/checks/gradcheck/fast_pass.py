@@ -46,7 +46,7 @@ def look_again(
     problem = first_order_problem(context, arguments, wrt)
     if problem is None:
         return []
-    exams = examine_all(problem, context.generator).values()
+    exams = examine_all(problem, context.generator, kinks_first=False).values()
     results = []
     for exam in (exam for exam in exams if exam.wrong):
         found = randomized_failure(context, check, problem, exam, notes)
