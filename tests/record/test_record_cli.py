@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -140,10 +141,17 @@ def test_recording_again_leaves_cases_alone(recorded: Path, tmp_path: Path) -> N
     edited = edited.replace("- 2.0 ", "- 0.5 ")
     path.write_text(edited)
     before = {file.name: file.read_text() for file in (tmp_path / "specs").iterdir()}
-    completed = record(tmp_path)
+    # -X importtime: the modules the command's own process imports (its children's are not
+    # listed), to the same stderr.
+    command = (sys.executable, "-X", "importtime", "-m", "gradverify", "record", "--")
+    completed = run(tmp_path, *command, sys.executable, "script.py")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
     after = {file.name: file.read_text() for file in (tmp_path / "specs").iterdir()}
     assert after == before  # the edited case untouched, nothing duplicated, no file added
     assert "kept gradverify.examples.custom_ops:gradverify_examples::scaled_pow" in completed.stdout
+    # Nothing new to write: the command never imports torch (the recorded script does).
+    imported = re.findall(r"^import time:.*\| +(\S+)$", completed.stderr, re.MULTILINE)
+    assert "gradverify.record.run" in imported and "torch" not in imported
 
 
 def test_a_new_signature_is_appended_to_a_hand_written_spec(tmp_path: Path) -> None:
