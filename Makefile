@@ -32,12 +32,14 @@ demo: install
 	if [ $$status -ne 1 ]; then echo "demo: expected exit 1 (seeded bugs caught), got $$status"; exit 1; fi; \
 	echo; echo "demo: correct examples passed and the seeded bugs were caught (exit 1 is expected)."
 
-# Hygiene first, the tests last, so that pytest's summary closes the output.
+# Hygiene first, the tests last, so that pytest's summary closes the output. worksteal: a
+# worker that runs out of tests takes pending ones from the other rather than idling while
+# it finishes a queue that holds the long tests (subprocess runs, the 10^7-element checks).
 test: install-dev
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --dist worksteal
 
 # The same suite on the lowest versions pyproject admits (.ci/lowest.py pins each direct
 # dependency to its lower bound; torch stays the CPU build above), in a venv of its own.
@@ -51,7 +53,7 @@ $(LOWEST)/.installed: pyproject.toml .ci/lowest.py
 	touch $@
 
 test-lowest: $(LOWEST)/.installed
-	$(LOWEST)/bin/pytest -q -n 2
+	$(LOWEST)/bin/pytest -q -n 2 --dist worksteal
 
 lint: install-dev
 	$(BIN)/ruff check .

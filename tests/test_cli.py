@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,8 +48,12 @@ def test_buggy_examples_exit_1():
     assert "FAILED" in result.stdout
 
 
-def test_a_directory_of_specs_is_checked_whole():
-    document = json.loads(invoke("check", "specs", "--format", "json").stdout)
+def test_a_directory_of_specs_is_checked_whole(tmp_path):
+    # Two of the bundled spec files, one spelled .yml and one a level down: every spec below.
+    (tmp_path / "more").mkdir()
+    shutil.copy(ROOT / "specs" / "buggy.yaml", tmp_path / "buggy.yaml")
+    shutil.copy(ROOT / "specs" / "examples.yaml", tmp_path / "more" / "examples.yml")
+    document = json.loads(invoke("check", str(tmp_path), "--format", "json").stdout)
     targets = {r["target"] for r in document["results"]}
     assert "gradverify.examples.buggy:SwishWrongBeta" in targets
     assert "gradverify.examples.swish:Swish" in targets

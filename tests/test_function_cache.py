@@ -2,23 +2,25 @@
 Functions that can run the changed code, and only those.
 
 One module of several Functions: two call a helper of the module, one calls a helper of
-another module, one reads a module constant. Each test fills the cache, edits the code, and
-runs the console script again (a fresh process, so the edited code is what gets imported)."""
+another module, one reads a module constant. The test fills the cache, edits the code, and
+runs `check` again. The runs are isolated (the default), so every case runs in a worker freshly
+forked from the fork server, which imports torch and gradverify but never the project: the
+edited code is what each run imports, as in a new process. The command itself runs in this
+process (CliRunner), so the runs share this process's one fork server rather than each
+importing torch again; the cache, the key and the selection are the command's own."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from gradverify.cli import app
 from gradverify.spec.function_source import function_source
-
-SCRIPT = Path(sys.executable).parent / "gradverify"
 
 OPS = '''\
 """Several Functions in one file."""
@@ -108,12 +110,9 @@ def project(tmp_path, monkeypatch):
 
 def rerun(project: Path) -> set[str]:
     """The Functions whose cases ran (were not answered from the cache)."""
-    done = subprocess.run(
-        [str(SCRIPT), "check", "specs", "--no-isolation", "--format", "json"],
-        capture_output=True, text=True, cwd=project, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(project)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert "fcpkg" not in sys.modules  # only the workers import the project, afresh each run
+    done = CliRunner().invoke(app, ["check", "specs", "--format", "json"])
+    assert done.exit_code == 0, done.output
     results = json.loads(done.stdout)["results"]
     assert results
     return {r["target"].split(":")[1] for r in results if not r.get("cached")}
@@ -126,8 +125,8 @@ def edit(project: Path, file: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-# Each edit, then the Functions whose cases run again. One after another on one cache: each
-# run is a fresh process importing torch, and the steps leave the cache as the next expects.
+# Each edit, then the Functions whose cases run again. One after another on one cache: the
+# steps leave the cache as the next expects.
 EDITS = [
     # One Function changed: only its cases run again.
     ("ops.py", "return grad_output * 3", "return 3 * grad_output", {"Triple"}),
@@ -146,7 +145,8 @@ EDITS = [
 ]
 
 
-def test_a_change_reruns_the_functions_that_run_it_and_only_those(project):
+def test_a_change_reruns_the_functions_that_run_it_and_only_those(project, monkeypatch):
+    monkeypatch.syspath_prepend(str(project))  # as PYTHONPATH: the workers' path is this one
     (project / "fcpkg" / "extra.py").write_text("import torch\n\ntorch.set_printoptions(3)\n")
     assert rerun(project) == set(FUNCTIONS)
     for file, old, new, expected in EDITS:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,38 @@ def check(*arguments: str) -> tuple[int, dict]:
     result = CliRunner().invoke(app, ["check", "--format", "json", "--no-cache", *arguments])
     assert result.exit_code in (0, 1), result.output
     return result.exit_code, json.loads(result.stdout)
+
+
+@dataclass
+class Run:
+    """One `check PACKAGE` run: its exit code, its JSON report (written with --output) and
+    the text report it printed to the terminal all the same."""
+
+    code: int
+    report: dict
+    text: str
+
+
+def run_package(tmp_path_factory: pytest.TempPathFactory, *arguments: str) -> Run:
+    """`check PACKAGE ARGUMENTS` in a project whose specs/ names Cube only."""
+    project = tmp_path_factory.mktemp("project")
+    write_spec(project, "cube", CUBE)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        options = ("--no-cache", "--format", "json", "--output", "report.json")
+        result = CliRunner().invoke(app, ["check", PACKAGE, *options, *arguments])
+    report = json.loads((project / "report.json").read_text(encoding="utf-8"))
+    return Run(result.exit_code, report, result.output)
+
+
+@pytest.fixture(scope="module")
+def package_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return run_package(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def required_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return run_package(tmp_path_factory, "--require-specs", "-q")
 
 
 # Discovery: read from the source, defined there and not merely imported.
@@ -124,13 +157,13 @@ def test_an_unknown_name_is_a_usage_error(project: Path) -> None:
     assert "neither a spec file" in result.output and "module or package" in result.output
 
 
-# The run and its coverage.
+# The run and its coverage: the JSON and the text report of one run (--output), shared.
 
 
-def test_each_function_runs_with_its_spec_or_inferred_inputs(project: Path) -> None:
-    code, report = check(PACKAGE)
+def test_each_function_runs_with_its_spec_or_inferred_inputs(package_run: Run) -> None:
+    report = package_run.report
 
-    assert code == 0
+    assert package_run.code == 0, package_run.text
     assert {r["target"] for r in report["results"]} == {CUBE, TWICE, HALVE}
     assert {r["case"] for r in report["results"] if r["target"] == CUBE} == {"vector"}
     coverage = report["coverage"]
@@ -144,11 +177,9 @@ def test_each_function_runs_with_its_spec_or_inferred_inputs(project: Path) -> N
     assert coverage["unspecified"] == [TWICE, HALVE, SUM_ALL]
 
 
-def test_text_report_ends_with_the_coverage(project: Path) -> None:
-    result = CliRunner().invoke(app, ["check", PACKAGE, "--no-cache"])
-
-    assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
+def test_text_report_ends_with_the_coverage(package_run: Run) -> None:
+    assert package_run.code == 0, package_run.text
+    lines = package_run.text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("gradient coverage:"))
     coverage = " ".join(" ".join(lines[start:]).split())
     assert (
@@ -168,22 +199,20 @@ def test_a_directory_path_works_as_the_package_name(monkeypatch: pytest.MonkeyPa
     assert by_path[1]["coverage"] == by_name[1]["coverage"]
 
 
-def test_require_specs_fails_for_functions_no_spec_names(project: Path) -> None:
-    code, report = check(PACKAGE, "--require-specs")
+def test_require_specs_fails_for_functions_no_spec_names(required_run: Run) -> None:
+    report = required_run.report
 
-    assert code == 1
+    assert required_run.code == 1
     assert report["passed"] is False
     assert not any(r["status"] == "fail" for r in report["results"])
     assert report["coverage"]["require_specs"] is True
     assert report["coverage"]["unspecified"] == [TWICE, HALVE, SUM_ALL]
 
 
-def test_require_specs_lists_them_in_text(project: Path) -> None:
-    result = CliRunner().invoke(app, ["check", PACKAGE, "--require-specs", "--no-cache", "-q"])
-
-    assert result.exit_code == 1
-    assert "--require-specs: 3 without a spec" in result.output
-    assert all(target in result.output for target in (TWICE, HALVE, SUM_ALL))
+def test_require_specs_lists_them_in_text(required_run: Run) -> None:
+    assert required_run.code == 1
+    assert "--require-specs: 3 without a spec" in required_run.text
+    assert all(target in required_run.text for target in (TWICE, HALVE, SUM_ALL))
 
 
 def test_require_specs_passes_when_every_function_has_one(project: Path) -> None:

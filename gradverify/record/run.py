@@ -103,9 +103,6 @@ def _update(
     project: Path,
     shrink: bool,
 ) -> SpecUpdate:
-    from gradverify.record.shrink import shrink as shrunk
-    from gradverify.target.loading import load_target
-
     update = SpecUpdate(target)
     problem = next((call.problem for call in calls if call.problem), None)
     if problem is not None:
@@ -117,7 +114,10 @@ def _update(
     update.kept = len(names)
     new = [call for call in calls if call.signature not in signatures]
     if not new:
-        return update  # nothing to write: the target is not even imported
+        return update  # nothing to write: the target is not even imported, nor torch
+    from gradverify.record.shrink import shrink as shrunk
+    from gradverify.target.loading import load_target
+
     try:
         loaded = load_target(target)
     except GradverifyError as error:

@@ -73,14 +73,24 @@ def package_of(file: Path) -> str:
     return ".".join(parts)
 
 
-@functools.cache
 def _imports(file: Path, package: str) -> list[str]:
     """Dotted names imported by `file` (relative imports resolved against `package`)."""
     try:
-        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
-    except (OSError, SyntaxError, ValueError):
+        text = file.read_text(encoding="utf-8")
+    except (OSError, ValueError):
         return []
-    names: list[str] = []  # (cached per process: selection asks about the same files often)
+    return _imports_in(text, str(file), package)
+
+
+# Cached per process (selection asks about the same files often), by text: a file edited
+# while the process lives (a session that runs twice) is read again, never a stale key.
+@functools.lru_cache(maxsize=256)
+def _imports_in(text: str, filename: str, package: str) -> list[str]:
+    try:
+        tree = ast.parse(text, filename=filename)
+    except (SyntaxError, ValueError):
+        return []
+    names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)

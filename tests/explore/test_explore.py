@@ -4,10 +4,8 @@ it to a case that fails when pasted into a spec, and never fails a correct kinke
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -104,16 +102,22 @@ def test_a_budget_that_runs_out_is_a_note_not_a_failure():
     assert any("0 of 20 further draws tried before its time budget" in n for n in report["notes"])
 
 
-# Real processes: the configuration, and the cache, in a project of their own.
+# The configuration, and the cache, in a project of their own: the command run from its
+# directory (in this process, sharing its fork server).
 
 
-def gradverify(project: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
-    script = Path(sys.executable).parent / "gradverify"
-    return subprocess.run(
-        [str(script), "check", *arguments], cwd=project, capture_output=True, text=True,
-        env=environment, timeout=120,
-    )  # fmt: skip
+@dataclass
+class Completed:
+    returncode: int
+    stdout: str
+
+
+def gradverify(project: Path, *arguments: str) -> Completed:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        patch.setenv("NO_COLOR", "1")
+        result = CliRunner().invoke(app, ["check", *arguments])
+    return Completed(result.exit_code, result.stdout)
 
 
 def test_the_configuration_key_turns_it_on(tmp_path: Path):

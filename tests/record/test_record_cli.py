@@ -1,12 +1,15 @@
 """`gradverify record -- COMMAND` and `pytest --gradverify-record`, as real processes on a
-project in a temporary directory: the specs they write, what `check` makes of them, and
-that recording again never touches a case that is there."""
+project in a temporary directory: the specs they write, what `check` makes of them (the
+command run in this process, sharing its fork server), and that recording again never
+touches a case that is there."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,6 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
+
+from gradverify.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADVERIFY = Path(sys.executable).parent / "gradverify"
@@ -59,6 +65,13 @@ def record(project: Path) -> subprocess.CompletedProcess[str]:
     return completed
 
 
+def check(project: Path, monkeypatch: pytest.MonkeyPatch, *arguments: str):
+    """`gradverify check ARGUMENTS` from the project's directory, in this process."""
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("NO_COLOR", "1")
+    return CliRunner().invoke(app, ["check", *arguments])
+
+
 def spec(project: Path, name: str) -> dict:
     return yaml.safe_load((project / "specs" / name).read_text())
 
@@ -95,19 +108,19 @@ def test_a_small_index_tensor_is_kept_as_values(recorded: Path) -> None:
     assert case["inputs"][0]["shape"] == [10, 4]
 
 
-def test_a_large_shape_is_shrunk_and_still_passes(recorded: Path) -> None:
+def test_a_large_shape_is_shrunk_and_still_passes(recorded: Path, monkeypatch) -> None:
     [case] = spec(recorded, "linear.yaml")["cases"]
     assert case["name"] == "child_py_6"  # recorded in the child process
     shapes = [item["shape"] for item in case["inputs"][:2]]
     assert sum(math.prod(shape) for shape in shapes) <= 4096 < 256 * 128 + 64 * 128
     assert shapes[0][1] == shapes[1][1]  # the shared dimension shrunk together
-    completed = run(recorded, str(GRADVERIFY), "check", "specs/linear.yaml", "--no-cache")
-    assert completed.returncode == 0, completed.stdout
+    completed = check(recorded, monkeypatch, "specs/linear.yaml", "--no-cache")
+    assert completed.exit_code == 0, completed.output
 
 
-def test_check_fails_exactly_where_the_bundled_bugs_are(recorded: Path) -> None:
-    completed = run(recorded, str(GRADVERIFY), "check", "specs", "--format", "json", "--no-cache")
-    assert completed.returncode == 1, completed.stderr
+def test_check_fails_exactly_where_the_bundled_bugs_are(recorded: Path, monkeypatch) -> None:
+    completed = check(recorded, monkeypatch, "specs", "--format", "json", "--no-cache")
+    assert completed.exit_code == 1, completed.stderr
     report = json.loads(completed.stdout)
     failed = {
         (result["target"].rpartition(":")[2], result["input_index"])
@@ -119,19 +132,26 @@ def test_check_fails_exactly_where_the_bundled_bugs_are(recorded: Path) -> None:
     assert len(targets) == 5
 
 
-def test_recording_again_leaves_cases_alone(tmp_path: Path) -> None:
+def test_recording_again_leaves_cases_alone(recorded: Path, tmp_path: Path) -> None:
     (tmp_path / "script.py").write_text(SCRIPT)
     (tmp_path / "child.py").write_text(CHILD)
-    record(tmp_path)
+    shutil.copytree(recorded / "specs", tmp_path / "specs")  # as the first recording wrote them
     path = tmp_path / "specs" / "scaled_pow.yaml"
     edited = path.read_text().replace("dtype: float32", "dtype: float64")
     edited = edited.replace("- 2.0 ", "- 0.5 ")
     path.write_text(edited)
     before = {file.name: file.read_text() for file in (tmp_path / "specs").iterdir()}
-    completed = record(tmp_path)
+    # -X importtime: the modules the command's own process imports (its children's are not
+    # listed), to the same stderr.
+    command = (sys.executable, "-X", "importtime", "-m", "gradverify", "record", "--")
+    completed = run(tmp_path, *command, sys.executable, "script.py")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
     after = {file.name: file.read_text() for file in (tmp_path / "specs").iterdir()}
     assert after == before  # the edited case untouched, nothing duplicated, no file added
     assert "kept gradverify.examples.custom_ops:gradverify_examples::scaled_pow" in completed.stdout
+    # Nothing new to write: the command never imports torch (the recorded script does).
+    imported = re.findall(r"^import time:.*\| +(\S+)$", completed.stderr, re.MULTILINE)
+    assert "gradverify.record.run" in imported and "torch" not in imported
 
 
 def test_a_new_signature_is_appended_to_a_hand_written_spec(tmp_path: Path) -> None:
