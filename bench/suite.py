@@ -34,7 +34,7 @@ def steps(checkout: Path, cache: Path) -> list[list[str]]:
         [str(bin_dir / "lint-imports")],
         [str(bin_dir / "ruff"), "check", "."],
         [str(bin_dir / "mypy"), "--cache-dir", str(cache)],  # cold, as on a fresh clone
-        [str(bin_dir / "pytest"), "-q", "-n", "2", "-p", "no:cacheprovider"],
+        [str(bin_dir / "pytest"), "-q", "-n", "2", "--dist", "worksteal", "-p", "no:cacheprovider"],
     ]
 
 
