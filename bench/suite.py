@@ -1,10 +1,11 @@
-"""`make test`'s own steps, timed on a quiet machine and on a busy one, side by side in one run.
+"""`make test`, timed on a quiet machine and on a busy one, side by side in one run.
 
 Usage: python bench/suite.py [--against DIR] [--load N] [--repeat R]
 
-Runs what `make test` runs after its set-up (lint-imports, ruff, a cold mypy, `pytest -q -n 2`)
-in this checkout and, with `--against`, in another checkout with its own `.venv` (an older
-commit: `git worktree add DIR COMMIT && make -C DIR install-dev`), the two alternating. "Busy"
+Runs `make test` (set up already, so its steps only: lint-imports, ruff, mypy with an empty
+cache as on a fresh clone, pytest) in this checkout and, with `--against`, in another checkout
+set up the same way (an older commit: `git worktree add DIR COMMIT && make -C DIR
+install-dev`), the two alternating. "Busy"
 is the same run while N processes (default 2, one per core of this project's machines) spin
 on the CPU: another job sharing the machine. Prints a Markdown table: best wall and CPU time
 (user + system of the steps and every process they started) of R runs, and ratios. Not a
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import resource
 import subprocess
 import sys
@@ -27,30 +29,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def steps(checkout: Path, cache: Path) -> list[list[str]]:
-    """The commands of `make test` after `install-dev`, as the Makefile runs them."""
-    bin_dir = checkout / ".venv" / "bin"
-    return [
-        [str(bin_dir / "lint-imports")],
-        [str(bin_dir / "ruff"), "check", "."],
-        [str(bin_dir / "mypy"), "--cache-dir", str(cache)],  # cold, as on a fresh clone
-        [str(bin_dir / "pytest"), "-q", "-n", "2", "--dist", "worksteal", "-p", "no:cacheprovider"],
-    ]
-
-
 def timed(checkout: Path) -> tuple[float, float, bool]:
-    """Wall and CPU seconds of the steps, and whether they all passed."""
+    """Wall and CPU seconds of `make test` in `checkout` (set up already, so the Makefile
+    runs its steps only), with mypy's cache empty as on a fresh clone; whether it passed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    passed = True
     with tempfile.TemporaryDirectory() as cache:
-        for command in steps(checkout, Path(cache)):
-            done = subprocess.run(command, cwd=checkout, capture_output=True, check=False)
-            passed = passed and done.returncode == 0
+        environment = {**os.environ, "MYPY_CACHE_DIR": cache}
+        done = subprocess.run(
+            ["make", "-C", str(checkout), "test"], env=environment, capture_output=True, check=False
+        )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu, passed
+    return wall, cpu, done.returncode == 0
 
 
 def _spin() -> None:
@@ -91,7 +83,7 @@ def main() -> None:
                     print(f"warning: a step failed in {checkout} ({condition})", file=sys.stderr)
                 old = best.get((name, condition), (float("inf"), float("inf")))
                 best[(name, condition)] = (min(old[0], wall), min(old[1], cpu))
-    print(f"`make test`'s steps; busy: {arguments.load} spinning processes\n")
+    print(f"`make test`; busy: {arguments.load} spinning processes\n")
     print("| checkout | quiet wall (s) | quiet CPU (s) | busy wall (s) | busy / quiet wall |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, checkout in checkouts.items():
