@@ -225,3 +225,61 @@ def test_the_fork_server_ends_without_tearing_its_interpreter_down(tmp_path, mon
         server.stop()
     assert server.process.returncode == 0
     assert not ran.exists()
+
+
+PROBE = """
+import sys
+
+import torch
+
+SEEN = {seen!r}
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        with open(SEEN, "a") as seen:  # what the worker had imported before any check ran
+            seen.write(str("torch._dynamo" in sys.modules) + "\\n")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+"""
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+def test_a_run_that_compiles_has_the_server_import_dynamo_once_for_its_workers(
+    tmp_path, monkeypatch
+):
+    """`compile` imports torch._dynamo (0.6 s of CPU): the server imports it before forking a
+    run's workers, rather than each worker for itself."""
+    from gradverify.spec.load import parse_spec
+
+    seen = tmp_path / "seen.txt"
+    (tmp_path / "gvprobe.py").write_text(PROBE.format(seen=str(seen)))
+    monkeypatch.chdir(tmp_path)
+    text = "target: gvprobe:Twice\nchecks: [forward, compile]\ncases: [{name: a, inputs: [{shape: [3]}]}]\n"
+    report = session.run(parse_spec(text, "s.yaml"), session.RunOptions(cache=False, jobs=1))
+    # (compile warns of a graph break: forward writes a file)
+    assert [r.check for r in report.results] == ["forward", "compile"]
+    assert seen.read_text().splitlines()[0] == "True"
+
+
+@pytest.mark.parametrize(
+    ("spec", "imports"),
+    [
+        ("target: gvprobe:Twice\n", []),
+        ("target: gvprobe:Twice\nextra_checks: [compile]\n", ["torch._dynamo"]),
+        ("target: gvprobe:Twice\nchecks: [forward, compile]\n", ["torch._dynamo"]),
+        ("target: op:gvprobe::twice\n", ["torch._dynamo"]),  # an op runs compile by default
+        ("target: op:gvprobe::twice\nchecks: [forward]\n", []),
+    ],
+)
+def test_what_the_server_imports_for_a_run_follows_the_checks_it_runs(spec, imports):
+    from gradverify.run.tasks import Task
+    from gradverify.spec.load import parse_spec
+
+    text = spec + "cases: [{name: a, inputs: [{shape: [3]}]}]\n"
+    tasks = [Task(0, entry, "a", 0) for entry in parse_spec(text, "s.yaml")]
+    assert session._heavy_imports(tasks) == imports

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import traceback
+from collections.abc import Sequence
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
@@ -125,6 +126,14 @@ class ForkServer:
                 child_end.close()
             (pid,), fds = self._expect("forked")
         return ServedProcess(self, pid, fds[0]), parent_end
+
+    def preload(self, modules: Sequence[str]) -> None:
+        """Have the server import `modules` before its next fork, so that the workers forked
+        from then on start with them: a heavy import made once, not once per worker (nor, in a
+        process that runs many times, once per run). Best effort: a module the server cannot
+        import is left to the worker that needs it, which says why."""
+        with self.lock, contextlib.suppress(OSError):  # gone: the next fork says so
+            self.control.sendall(pickle.dumps(("preload", tuple(modules))))
 
     def exitcode(self, pid: int) -> int | None:
         """The return code of a worker that has ended (None if the server went away)."""
@@ -240,12 +249,26 @@ def _serve(control: socket.socket, children: dict[int, int]) -> None:
                 message, fds, _, _ = socket.recv_fds(control, _PACKET, 1)
                 if not message:
                     return
-                pid = _fork(pickle.loads(message), fds[0], control, selector, children)
+                request = pickle.loads(message)
+                if request[0] == "preload":
+                    _preload(request[1])
+                    continue
+                pid = _fork(request, fds[0], control, selector, children)
                 os.close(fds[0])
                 pidfd = os.pidfd_open(pid)  # before any reaping: the pid cannot be reused yet
                 children[pidfd] = pid
                 selector.register(pidfd, selectors.EVENT_READ)
                 socket.send_fds(control, [pickle.dumps(("forked", pid))], [pidfd])
+
+
+def _preload(modules: Sequence[str]) -> None:
+    """Import what a run's workers are about to need (no torch op runs: it is an import)."""
+    for module in modules:
+        try:
+            __import__(module)
+        except Exception:  # the worker that needs it imports it again and says why
+            continue
+    gc.freeze()
 
 
 def _reap(

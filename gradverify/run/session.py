@@ -12,12 +12,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from gradverify.catalogue import ENTRIES
 from gradverify.engine.folding import once_per_function
 from gradverify.errors import GradverifyError
 from gradverify.results import Report, Result, Status
+from gradverify.run import forkserver
 from gradverify.run.cache import ResultCache
 from gradverify.run.pool import Outcome, WorkerPool
 from gradverify.run.tasks import InferTask, OpTask, Task
+from gradverify.spec.identity import identify
 from gradverify.spec.load import SpecEntry
 
 Listener = Callable[[Task, str, Any], None]
@@ -97,8 +100,6 @@ def start_early(options: RunOptions) -> None:
     Its torch import then overlaps reading the specs. A run that turns out to have nothing
     to run stops it at exit, still importing.
     """
-    from gradverify.run import forkserver
-
     nothing_cached = not options.cache or not options.cache_dir.exists()
     if options.isolation and forkserver.AVAILABLE and nothing_cached:
         forkserver.server()
@@ -194,9 +195,25 @@ def _in_workers(
         return {}
     cores = os.cpu_count() or 1
     size = min(options.jobs or cores, len(tasks))
+    imports = _heavy_imports(tasks)
+    if imports and forkserver.AVAILABLE:
+        forkserver.server().preload(imports)
     with WorkerPool(size, threads=max(1, cores // size)) as pool:
         outcomes = pool.run([(task, task.entry.spec.timeout) for task in tasks], listener)
     return {task.id: _results_of(task, outcomes[task.id]) for task in tasks}
+
+
+def _heavy_imports(tasks: Sequence[Task]) -> list[str]:
+    """What the checks these tasks run import when they first run, for the fork server to
+    import once (gradverify.catalogue's `imports`). A custom op's default `compile` counts
+    where its spelling shows it is an op; where it does not, each worker imports it."""
+    imports: dict[str, None] = {}
+    for task in tasks:
+        identity = identify(task.entry.spec.target) if task.entry.spec.target else None
+        custom_op = identity is not None and identity.is_op
+        for check in task.entry.spec.checks_for(custom_op=custom_op):
+            imports.update(dict.fromkeys(ENTRIES[check].imports))
+    return list(imports)
 
 
 def _results_of(task: Task, outcome: Outcome) -> tuple[list[Result], tuple[str, ...]]:
