@@ -7,7 +7,7 @@ processes (ru_maxrss of the children) over the size of the case's input.
 
     .venv/bin/python bench/large.py
     .venv/bin/python bench/large.py --only GeluSetupContext --shape 3000 3000 \
-        --baseline /work/main --rounds 2
+        --baseline ../gradverify-before --rounds 2
 
 `--shape` runs another shape of about as many elements (the issue's `[3000, 3000]`);
 `--baseline` runs another checkout (its own .venv) alternately with this one, `--rounds`

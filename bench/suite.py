@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(checkout: Path) -> tuple[float, float, bool]:
+def timed(checkout: Path) -> tuple[float, float]:
     """Wall and CPU seconds of `make test` in `checkout` (set up already, so the Makefile
-    runs its steps only), with mypy's cache empty as on a fresh clone; whether it passed."""
+    runs its steps only), with mypy's cache empty as on a fresh clone."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as cache:
@@ -42,7 +42,10 @@ def timed(checkout: Path) -> tuple[float, float, bool]:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu, done.returncode == 0
+    if done.returncode != 0:
+        tail = done.stdout.decode(errors="replace").splitlines()[-5:]
+        print(f"warning: make test failed in {checkout}:", *tail, sep="\n  ", file=sys.stderr)
+    return wall, cpu
 
 
 def _spin() -> None:
@@ -78,9 +81,7 @@ def main() -> None:
         for _ in range(arguments.repeat):
             for name, checkout in checkouts.items():  # alternating, so load drifts alike
                 with busy(arguments.load if condition == "busy" else 0):
-                    wall, cpu, passed = timed(checkout)
-                if not passed:
-                    print(f"warning: a step failed in {checkout} ({condition})", file=sys.stderr)
+                    wall, cpu = timed(checkout)
                 old = best.get((name, condition), (float("inf"), float("inf")))
                 best[(name, condition)] = (min(old[0], wall), min(old[1], cpu))
     print(f"`make test`; busy: {arguments.load} spinning processes\n")
