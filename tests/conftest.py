@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -44,6 +45,20 @@ def in_repo(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run the test from the repository root, as a user runs gradverify from their project."""
     monkeypatch.chdir(ROOT)
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def fresh_python() -> Callable[[str], str]:
+    """`fresh_python(code)`: what `code` prints in a fresh interpreter (what it imports there
+    is its own, not this test process's)."""
+
+    def run(code: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+        )
+        return done.stdout.strip()
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -191,7 +191,7 @@ def test_a_custom_op_whose_process_ends_skips_the_checks_the_worker_said_it_runs
     assert by_check["compile"].status.value == "skip"
 
 
-def test_the_fork_servers_preload_leaves_out_what_only_exploring_uses():
+def test_the_fork_servers_preload_leaves_out_what_only_exploring_uses(fresh_python):
     """Every run waits for the server's imports: the explore search (its shrinker, draws and
     YAML snippet writer) is imported by a run that explores, not by every run's server."""
     code = (
@@ -200,10 +200,7 @@ def test_the_fork_servers_preload_leaves_out_what_only_exploring_uses():
         "for module in PRELOAD:\n    __import__(module)\n"
         "print(sorted(m for m in sys.modules if m.startswith('gradverify.engine.explore.')))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
-    )
-    assert done.stdout.strip() == "[]"
+    assert fresh_python(code) == "[]"
 
 
 @pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")

@@ -60,7 +60,7 @@ def test_every_format_choice_has_a_renderer_and_every_renderer_a_choice():
         assert name in help_text
 
 
-def test_a_run_imports_only_the_renderer_it_writes_with():
+def test_a_run_imports_only_the_renderer_it_writes_with(fresh_python):
     """Six formats, one used: the others' modules (html's page, junit's XML) stay unimported."""
     code = (
         "import sys\n"
@@ -69,10 +69,7 @@ def test_a_run_imports_only_the_renderer_it_writes_with():
         "print(sorted(set(FORMATS) & {m.rsplit('.', 1)[-1].removesuffix('_format')"
         " for m in sys.modules if m.startswith('gradverify.report.')}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "['json']"
+    assert fresh_python(code) == "['json']"
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
