@@ -15,6 +15,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# As the command sets it (gradverify.cli.main) before torch loads: torch's CPU allocator asks
+# for transparent huge pages on large buffers. The checks run in this process (run_spec, the
+# CLI through CliRunner) and in the fork servers it starts then allocate as they do under the
+# command, not faulting each large buffer in 4 KB pages (twice the system time at 10⁷
+# elements). Set before any test module imports torch; subprocesses inherit it.
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
 # Targets such as `tests.functions.correct:Square` import from the repository root,
 # whatever directory pytest was started from.
 if str(ROOT) not in sys.path:
