@@ -280,3 +280,17 @@ def test_what_the_server_imports_for_a_run_follows_the_checks_it_runs(spec, impo
     text = spec + "cases: [{name: a, inputs: [{shape: [3]}]}]\n"
     tasks = [Task(0, entry, "a", 0) for entry in parse_spec(text, "s.yaml")]
     assert session._heavy_imports(tasks) == imports
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+def test_the_server_loads_torch_with_huge_pages_whoever_started_it(monkeypatch):
+    """The console script asks for transparent huge pages before torch loads (faulting 10⁷-
+    element buffers in 4 KB pages doubled the system time); the pytest plugin and the Python
+    API start the server without the console script, so the server asks for them itself."""
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    server = forkserver.ForkServer()
+    try:
+        environ = Path(f"/proc/{server.process.pid}/environ").read_bytes().split(b"\0")
+    finally:
+        server.stop()
+    assert b"THP_MEM_ALLOC_ENABLE=1" in environ

@@ -6,8 +6,6 @@ import json
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass
 from importlib.resources import files

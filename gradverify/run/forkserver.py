@@ -100,9 +100,14 @@ class ForkServer:
             f"import sys; sys.path[:] = {list(sys.path)!r}; "
             f"from gradverify.run.forkserver import main; main({server_end.fileno()})"
         )
+        # Huge pages for torch's large buffers, as gradverify.cli.main asks for them in its own
+        # process: torch reads this once, as it loads, and the server loads it for every
+        # worker, whoever started the server (the command, the pytest plugin, the Python API).
+        environment = {**os.environ}
+        environment.setdefault("THP_MEM_ALLOC_ENABLE", "1")
         self.process = subprocess.Popen(
             [sys.executable, "-c", code], pass_fds=[server_end.fileno()],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, env=environment,
         )  # fmt: skip
         server_end.close()
         self.owner = os.getpid()
