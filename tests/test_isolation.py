@@ -290,7 +290,11 @@ def test_the_server_loads_torch_with_huge_pages_whoever_started_it(monkeypatch):
     monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
     server = forkserver.ForkServer()
     try:
+        worker, connection = server.fork(threads=1)  # the server has started and loaded torch
         environ = Path(f"/proc/{server.process.pid}/environ").read_bytes().split(b"\0")
+        connection.close()
+        worker.join(timeout=60)
+        worker.close()
     finally:
         server.stop()
     assert b"THP_MEM_ALLOC_ENABLE=1" in environ
