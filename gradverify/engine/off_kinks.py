@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from gradverify.inputs import fresh_copies, redraw_values
-from gradverify.numerics.diagonal import diagonal_kinks, is_elementwise
+from gradverify.numerics.diagonal import diagonal_kinks, elementwise_output, is_elementwise
 from gradverify.numerics.kinks import OFFSETS, nondifferentiable_rows
 from gradverify.numerics.noise import faint_rows, noise_rows
 from gradverify.numerics.sampling import Evaluate, line_through, sample
@@ -103,10 +103,9 @@ def _settle_argument(
     generator: torch.Generator,
 ) -> str | None:
     evaluate = _evaluate(target)
-    base = _outputs_at(evaluate, fresh_copies(settled, torch.float64), index)
-    elementwise = base is not None and is_elementwise(
-        evaluate, fresh_copies(settled, torch.float64), index, base
-    )
+    probe = fresh_copies(settled, torch.float64)
+    base = elementwise_output(evaluate, probe, index)
+    elementwise = base is not None and is_elementwise(evaluate, probe, index, base)
     if not elementwise and settled[index].numel() > GROUP_LIMIT:
         return None
     redrawn = torch.zeros(settled[index].numel(), dtype=torch.bool)
@@ -123,19 +122,6 @@ def _settle_argument(
         settled[index] = values.requires_grad_(current.requires_grad)
         near = near_kinks(evaluate, settled, index, spec, elementwise)
     return _note(target, index, int(redrawn.sum()), tries, near)
-
-
-def _outputs_at(evaluate: Evaluate, probe: Sequence[Any], index: int) -> torch.Tensor | None:
-    """The one output at `probe`, when it is shaped like probe[index] with two elements or
-    more (None otherwise: no elementwise forward, as `is_elementwise` says)."""
-    argument = probe[index]
-    if argument.numel() < 2:
-        return None
-    with torch.no_grad():
-        outputs = [output.detach() for output in evaluate(*probe)]
-    if len(outputs) != 1 or outputs[0].shape != argument.shape:
-        return None
-    return outputs[0]
 
 
 def near_kinks(

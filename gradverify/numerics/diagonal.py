@@ -80,6 +80,20 @@ def _flat_outputs(evaluate: Evaluate, values: Sequence[Any]) -> list[torch.Tenso
         return [output.detach() for output in evaluate(*values)]
 
 
+def elementwise_output(
+    evaluate: Evaluate, arguments: Sequence[Any], index: int
+) -> torch.Tensor | None:
+    """The one output at `arguments`, when it is shaped like arguments[index] and that has two
+    elements or more; None where forward cannot be elementwise in that argument."""
+    argument = arguments[index]
+    if not isinstance(argument, torch.Tensor) or argument.numel() < 2:
+        return None
+    outputs = _flat_outputs(evaluate, arguments)
+    if len(outputs) != 1 or outputs[0].shape != argument.shape:
+        return None
+    return outputs[0]
+
+
 def is_elementwise(
     evaluate: Evaluate,
     arguments: Sequence[Any],
@@ -95,10 +109,9 @@ def is_elementwise(
     if not isinstance(argument, torch.Tensor) or argument.numel() < 2:
         return False
     if base is None:
-        outputs = _flat_outputs(evaluate, arguments)
-        if len(outputs) != 1 or outputs[0].shape != argument.shape:
+        base = elementwise_output(evaluate, arguments, index)
+        if base is None:
             return False
-        base = outputs[0]
     elif base.numel() != argument.numel():
         return False
     base = base.reshape(-1)
