@@ -208,10 +208,10 @@ def _heavy_imports(tasks: Sequence[Task]) -> list[str]:
     import once (gradverify.catalogue's `imports`). A custom op's default `compile` counts
     where its spelling shows it is an op; where it does not, each worker imports it."""
     imports: dict[str, None] = {}
-    for task in tasks:
-        identity = identify(task.entry.spec.target) if task.entry.spec.target else None
+    for entry in {id(task.entry): task.entry for task in tasks}.values():  # once per Function
+        identity = identify(entry.spec.target) if entry.spec.target else None
         custom_op = identity is not None and identity.is_op
-        for check in task.entry.spec.checks_for(custom_op=custom_op):
+        for check in entry.spec.checks_for(custom_op=custom_op):
             imports.update(dict.fromkeys(ENTRIES[check].imports))
     return list(imports)
 

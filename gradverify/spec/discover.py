@@ -39,7 +39,7 @@ class SpecIndex:
     def __init__(self, directories: str | Path | Sequence[str | Path] = DEFAULT_SPEC_DIR) -> None:
         self.directories = directories
         self._entries: list[SpecEntry] | None = None
-        self._identities: list[TargetIdentity | None] = []
+        self._by_identity: dict[TargetIdentity, list[SpecEntry]] = {}
 
     def naming(self, target: str) -> list[SpecEntry]:
         """The specs whose `target` names the same target as `target`."""
@@ -50,17 +50,17 @@ class SpecIndex:
 
     def with_identity(self, identity: TargetIdentity) -> list[SpecEntry]:
         """The specs whose `target` has this identity."""
-        entries = self.entries()
-        return [e for e, known in zip(entries, self._identities, strict=True) if known == identity]
+        self.entries()
+        return list(self._by_identity.get(identity, []))
 
     def entries(self) -> list[SpecEntry]:
         """Every entry of the readable spec files under the paths."""
         if self._entries is None:
             self._entries = specs_in(self.directories)
-            self._identities = [
-                identify(entry.spec.target) if entry.spec.target is not None else None
-                for entry in self._entries
-            ]
+            for entry in self._entries:
+                identity = identify(entry.spec.target) if entry.spec.target is not None else None
+                if identity is not None:
+                    self._by_identity.setdefault(identity, []).append(entry)
         return self._entries
 
 
