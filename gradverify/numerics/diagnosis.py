@@ -343,5 +343,5 @@ def _between(low: float, high: float) -> str:
     for digits in range(0, 8):
         candidate = round((low + high) / 2, digits)
         if low <= candidate < high:
-            return f"{candidate:g}"
+            return f"{candidate + 0.0:g}"  # + 0.0: a cut-off rounded to -0.0 reads 0
     return f"{low:.6g}"

@@ -104,6 +104,8 @@ def test_nonzero_gradient_where_the_function_is_flat():
     [
         ([-1.0, 0.2, 0.8, 1.0], [False, False, True, True], "wrong only where x > 0.5"),
         ([-1.0, -0.8, -0.2, 1.0], [True, True, False, False], "wrong only where x < -0.5"),
+        # a cut-off that rounds to zero from below reads 0, not -0
+        ([-1.0, -0.1, 0.08, 1.0], [True, True, False, False], "wrong only where x < 0 ("),
     ],
 )
 def test_region_of_an_elementwise_function(values, wrong, words):
