@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gradverify.run import forkserver, session
+from gradverify.run import allocator, forkserver, session
 from gradverify.spec.load import load_spec_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -298,3 +298,74 @@ def test_the_server_loads_torch_with_huge_pages_whoever_started_it(monkeypatch):
     finally:
         server.stop()
     assert b"THP_MEM_ALLOC_ENABLE=1" in environ
+
+
+HEAP_PROBE = """
+import ctypes
+
+import torch
+
+SEEN = {seen!r}
+FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+          "fordblks", "keepcost")
+
+
+class MallInfo(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in FIELDS]
+
+
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = MallInfo
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        mapped = mallinfo2().hblkhd
+        buffer = torch.ones(8 * 2**20, dtype=torch.float64)  # 64 MB, past glibc's mmap threshold
+        mapped = mallinfo2().hblkhd - mapped
+        del buffer
+        with open(SEEN, "w") as seen:
+            seen.write(f"{{mapped}} {{mallinfo2().fordblks}}")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+"""
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+@pytest.mark.skipif(not allocator._is_glibc(), reason="malloc is not glibc's")
+def test_a_worker_reuses_the_large_buffers_torch_frees(tmp_path, monkeypatch):
+    """A 10⁷-element check frees hundreds of 80 MB buffers; in a worker each is served from the
+    heap and kept once freed, rather than mapped afresh and faulted in page by page."""
+    from gradverify.spec.load import parse_spec
+
+    for name in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    seen = tmp_path / "seen.txt"
+    (tmp_path / "gvheap.py").write_text(HEAP_PROBE.format(seen=str(seen)))
+    monkeypatch.chdir(tmp_path)
+    server = forkserver.ForkServer()  # its own, started without the user's malloc settings
+    monkeypatch.setattr(forkserver, "_server", server)
+    text = "target: gvheap:Twice\nchecks: [forward]\ncases: [{name: a, inputs: [{shape: [3]}]}]\n"
+    try:
+        report = session.run(parse_spec(text, "s.yaml"), session.RunOptions(cache=False, jobs=1))
+    finally:
+        server.stop()
+    assert [r.status.value for r in report.results] == ["pass"]
+    mapped, free = map(int, seen.read_text().split())
+    assert mapped == 0  # from the heap, not a mapping of its own
+    assert free >= 64 * 2**20  # and still there, free, once torch let it go
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [{"MALLOC_MMAP_MAX_": "65536"}, {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=4096"}],
+)
+def test_a_user_who_tunes_malloc_keeps_the_settings_chosen(monkeypatch, environment):
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert allocator.keep_freed_memory() is False

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
-from gradverify.run import interrupts
+from gradverify.run import allocator, interrupts
 
 # What a worker needs before its first case; imported once, in the server.
 PRELOAD = (
@@ -214,6 +214,7 @@ def main(control_fd: int) -> None:
     """The server process: preload, then fork workers until the parent closes its end."""
     interrupts.ignore_in_child()
     control = socket.socket(fileno=control_fd)
+    allocator.keep_freed_memory()  # before torch allocates anything
     try:
         for module in PRELOAD:
             __import__(module)
