@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # torch range is already met and pip never downloads a CUDA build.
 TORCH_CPU := torch==2.13.0
 
-.PHONY: demo test test-lowest lint install install-dev clean
+.PHONY: demo test test-lowest lint install install-dev bytecode clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,17 @@ demo: install
 	if [ $$status -ne 1 ]; then echo "demo: expected exit 1 (seeded bugs caught), got $$status"; exit 1; fi; \
 	echo; echo "demo: correct examples passed and the seeded bugs were caught (exit 1 is expected)."
 
+# The package's and the tests' bytecode, as pip writes it for a regular install (an editable
+# one has none). The suite starts some 150 Python processes (fork servers, console scripts,
+# pytest runs); where the environment sets PYTHONDONTWRITEBYTECODE, each of them would
+# otherwise compile gradverify from source again. Only changed files are compiled again.
+bytecode:
+	@$(PYTHON) -m compileall -q -j 0 gradverify tests
+
 # Hygiene first, the tests last, so that pytest's summary closes the output. worksteal: a
 # worker that runs out of tests takes pending ones from the other rather than idling while
 # it finishes a queue that holds the long tests (subprocess runs, the 10^7-element checks).
-test: install-dev
+test: install-dev bytecode
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -52,7 +59,7 @@ $(LOWEST)/.installed: pyproject.toml .ci/lowest.py
 	$(LOWEST)/bin/pip install --quiet -c $(LOWEST)/constraints.txt -e '.[dev]'
 	touch $@
 
-test-lowest: $(LOWEST)/.installed
+test-lowest: $(LOWEST)/.installed bytecode
 	$(LOWEST)/bin/pytest -q -n 2 --dist worksteal
 
 lint: install-dev
