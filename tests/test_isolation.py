@@ -361,11 +361,55 @@ def test_a_worker_reuses_the_large_buffers_torch_frees(tmp_path, monkeypatch):
     assert free >= 64 * 2**20  # and still there, free, once torch let it go
 
 
-@pytest.mark.parametrize(
-    "environment",
-    [{"MALLOC_MMAP_MAX_": "65536"}, {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=4096"}],
-)
-def test_a_user_who_tunes_malloc_keeps_the_settings_chosen(monkeypatch, environment):
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
-    assert allocator.keep_freed_memory() is False
+RELEASE_PROBE = """
+import os
+
+import torch
+
+SEEN = {seen!r}
+
+
+def resident_mb():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        with open(SEEN, "a") as seen:
+            if not os.path.getsize(SEEN):  # the first call: 64 MB written, then freed
+                buffer = torch.ones(8 * 2**20, dtype=torch.float64)
+                del buffer
+            seen.write(f"{{resident_mb()}}\\n")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+"""
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+@pytest.mark.skipif(not allocator._is_glibc(), reason="malloc is not glibc's")
+def test_a_worker_gives_back_what_a_check_freed_before_the_next_check(tmp_path, monkeypatch):
+    """Kept for reuse within a check, freed memory goes back between checks, so the holes one
+    check leaves do not add to the next one's peak."""
+    from gradverify.spec.load import parse_spec
+
+    for name in (*allocator._USER_SETTINGS, "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+    seen = tmp_path / "seen.txt"
+    (tmp_path / "gvrelease.py").write_text(RELEASE_PROBE.format(seen=str(seen)))
+    monkeypatch.chdir(tmp_path)
+    server = forkserver.ForkServer()
+    monkeypatch.setattr(forkserver, "_server", server)
+    text = "target: gvrelease:Twice\nchecks: [forward, backward]\ncases: [{name: a, inputs: [{shape: [3]}]}]\n"
+    try:
+        report = session.run(parse_spec(text, "s.yaml"), session.RunOptions(cache=False, jobs=1))
+    finally:
+        server.stop()
+    assert [r.status.value for r in report.results] == ["pass", "pass"]
+    after_the_free, *later = map(float, seen.read_text().split())
+    assert later, "backward's check called forward again"
+    assert min(later) < after_the_free - 48

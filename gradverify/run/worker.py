@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from gradverify.results import Result
-from gradverify.run import interrupts
+from gradverify.run import allocator, interrupts
 from gradverify.run.tasks import InferTask, OpTask
 
 
@@ -117,6 +117,7 @@ class _Reporter:
 
     def check_finished(self, results: list[Result]) -> None:
         self.connection.send(("results", self.task_id, results))
+        allocator.release_free_memory()  # what this check freed is not the next one's peak
 
     def phase(self, phase: str) -> None:
         if phase != self.last_phase:
