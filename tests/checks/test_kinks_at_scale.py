@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, working_directory
 from tests.functions import kinks_at_scale
 
 TARGETS = {
@@ -158,38 +155,36 @@ def test_forward_runs_once_per_case_to_size_the_outputs():
     assert large.FORWARD_CALLS["count"] == 1
 
 
-def _check_in_a_subprocess(tmp_path: Path, target: str, checks: str) -> dict:
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
+def _check_isolated(target: str, checks: str) -> list[Any]:
+    """The default run, as the command makes it: a worker forked from the fork server (under
+    its default time limit, with its allocator), no cache."""
+    from gradverify.run import session
+    from gradverify.spec.load import parse_spec
+
+    text = (
         f"target: {target}\nchecks: {checks}\n"
-        "cases: [{name: big, inputs: [{shape: [10000000]}]}]\n",
-        encoding="utf-8",
+        "cases: [{name: big, inputs: [{shape: [10000000]}]}]\n"
     )
-    command = [sys.executable, "-m", "gradverify", "check", str(spec), "--format", "json"]
-    completed = subprocess.run(
-        [*command, "--no-cache", "-j", "1"], cwd=ROOT, capture_output=True, text=True
-    )
-    assert completed.returncode in (0, 1), completed.stderr
-    return json.loads(completed.stdout)
+    with working_directory(ROOT):
+        report = session.run(parse_spec(text, "spec.yaml"), session.RunOptions(cache=False, jobs=1))
+    return list(report.results)
 
 
-def test_a_correct_clamp_of_ten_million_elements_passes_within_the_default_timeout(tmp_path):
-    document = _check_in_a_subprocess(
-        tmp_path,
+def test_a_correct_clamp_of_ten_million_elements_passes_within_the_default_timeout():
+    results = _check_isolated(
         "tests.functions.kinks_at_scale:Clamp",
         "[forward, backward, layouts, finite_difference, gradcheck, gradgradcheck]",
     )
-    statuses = {r["check"]: r["status"] for r in document["results"]}
-    assert statuses == dict.fromkeys(statuses, "pass"), document["results"]
+    statuses = {r.check: r.status.value for r in results}
+    assert statuses == dict.fromkeys(statuses, "pass"), results
     assert len(statuses) == 6
 
 
-def test_one_wrong_element_among_ten_million_is_named_at_its_index(tmp_path):
-    document = _check_in_a_subprocess(
-        tmp_path, "tests.functions.kinks_at_scale:ClampWrongAtOneElement", "[finite_difference]"
+def test_one_wrong_element_among_ten_million_is_named_at_its_index():
+    (result,) = _check_isolated(
+        "tests.functions.kinks_at_scale:ClampWrongAtOneElement", "[finite_difference]"
     )
-    (result,) = document["results"]
-    assert result["status"] == "fail"
-    assert result["element"] == [kinks_at_scale.WRONG_INDEX]
-    assert result["analytical"] == 2.0
-    assert result["numerical"] == pytest.approx(1.0)
+    assert result.status.value == "fail"
+    assert result.element == (kinks_at_scale.WRONG_INDEX,)
+    assert result.analytical == 2.0
+    assert result.numerical == pytest.approx(1.0)
