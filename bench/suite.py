@@ -3,10 +3,10 @@
 Usage: python bench/suite.py [--against DIR] [--load N] [--repeat R]
 
 Runs `make test` (set up already, so its steps only: lint-imports, ruff, mypy with an empty
-cache as on a fresh clone, pytest) in this checkout and, with `--against`, in another checkout
-set up the same way (an older commit: `git worktree add DIR COMMIT && make -C DIR
-install-dev`), the two alternating. "Busy"
-is the same run while N processes (default 2, one per core of this project's machines) spin
+cache and no bytecode of gradverify or its tests, as on a fresh clone, pytest) in this
+checkout and, with `--against`, in another checkout set up the same way (an older commit: `git
+worktree add DIR COMMIT && make -C DIR install-dev`), the two alternating. "Busy" is the
+same run while N processes (default 2, one per core of this project's machines) spin
 on the CPU: another job sharing the machine. Prints a Markdown table: best wall and CPU time
 (user + system of the steps and every process they started) of R runs, and ratios. Not a
 test: the ratios are what matter.
@@ -18,6 +18,7 @@ import argparse
 import multiprocessing
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def timed(checkout: Path) -> tuple[float, float]:
     """Wall and CPU seconds of `make test` in `checkout` (set up already, so the Makefile
-    runs its steps only), with mypy's cache empty as on a fresh clone."""
+    runs its steps only), with mypy's cache empty and no bytecode, as on a fresh clone."""
+    for cached in [
+        *checkout.glob("gradverify/**/__pycache__"),
+        *checkout.glob("tests/**/__pycache__"),
+    ]:
+        shutil.rmtree(cached, ignore_errors=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as cache:
