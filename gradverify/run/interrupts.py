@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
-from types import FrameType
+
+# The console script imports this module before it owns Ctrl-C: only what install needs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import FrameType
 
 _installed = False
 _received = 0  # SIGINTs since install
