@@ -300,8 +300,10 @@ def test_the_server_loads_torch_with_huge_pages_whoever_started_it(monkeypatch):
     assert b"THP_MEM_ALLOC_ENABLE=1" in environ
 
 
-HEAP_PROBE = """
+# A Function whose forward appends a line from probe() (defined after this, per test) to SEEN.
+MALLOC_PROBE = """
 import ctypes
+import os
 
 import torch
 
@@ -318,57 +320,6 @@ mallinfo2 = ctypes.CDLL(None).mallinfo2
 mallinfo2.restype = MallInfo
 
 
-class Twice(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        mapped = mallinfo2().hblkhd
-        buffer = torch.ones(8 * 2**20, dtype=torch.float64)  # 64 MB, past glibc's mmap threshold
-        mapped = mallinfo2().hblkhd - mapped
-        del buffer
-        with open(SEEN, "w") as seen:
-            seen.write(f"{{mapped}} {{mallinfo2().fordblks}}")
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return grad_output * 2
-"""
-
-
-@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
-@pytest.mark.skipif(not allocator._is_glibc(), reason="malloc is not glibc's")
-def test_a_worker_reuses_the_large_buffers_torch_frees(tmp_path, monkeypatch):
-    """A 10⁷-element check frees hundreds of 80 MB buffers; in a worker each is served from the
-    heap and kept once freed, rather than mapped afresh and faulted in page by page."""
-    from gradverify.spec.load import parse_spec
-
-    for name in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
-    seen = tmp_path / "seen.txt"
-    (tmp_path / "gvheap.py").write_text(HEAP_PROBE.format(seen=str(seen)))
-    monkeypatch.chdir(tmp_path)
-    server = forkserver.ForkServer()  # its own, started without the user's malloc settings
-    monkeypatch.setattr(forkserver, "_server", server)
-    text = "target: gvheap:Twice\nchecks: [forward]\ncases: [{name: a, inputs: [{shape: [3]}]}]\n"
-    try:
-        report = session.run(parse_spec(text, "s.yaml"), session.RunOptions(cache=False, jobs=1))
-    finally:
-        server.stop()
-    assert [r.status.value for r in report.results] == ["pass"]
-    mapped, free = map(int, seen.read_text().split())
-    assert mapped == 0  # from the heap, not a mapping of its own
-    assert free >= 64 * 2**20  # and still there, free, once torch let it go
-
-
-RELEASE_PROBE = """
-import os
-
-import torch
-
-SEEN = {seen!r}
-
-
 def resident_mb():
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -378,10 +329,7 @@ class Twice(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         with open(SEEN, "a") as seen:
-            if not os.path.getsize(SEEN):  # the first call: 64 MB written, then freed
-                buffer = torch.ones(8 * 2**20, dtype=torch.float64)
-                del buffer
-            seen.write(f"{{resident_mb()}}\\n")
+            seen.write(probe() + "\\n")
         return x * 2
 
     @staticmethod
@@ -390,26 +338,69 @@ class Twice(torch.autograd.Function):
 """
 
 
-@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
-@pytest.mark.skipif(not allocator._is_glibc(), reason="malloc is not glibc's")
-def test_a_worker_gives_back_what_a_check_freed_before_the_next_check(tmp_path, monkeypatch):
-    """Kept for reuse within a check, freed memory goes back between checks, so the holes one
-    check leaves do not add to the next one's peak."""
+def _probed_in_a_server_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, probe: str, checks: str
+) -> tuple[list[str], list[str]]:
+    """The statuses of a run of MALLOC_PROBE's Function with `probe` (the source of its probe
+    function), in workers of a fork server started without the user's malloc settings, and
+    the lines its forward wrote."""
     from gradverify.spec.load import parse_spec
 
     for name in (*allocator._USER_SETTINGS, "GLIBC_TUNABLES"):
         monkeypatch.delenv(name, raising=False)
     seen = tmp_path / "seen.txt"
-    (tmp_path / "gvrelease.py").write_text(RELEASE_PROBE.format(seen=str(seen)))
+    (tmp_path / "gvmalloc.py").write_text(MALLOC_PROBE.format(seen=str(seen)) + probe)
     monkeypatch.chdir(tmp_path)
     server = forkserver.ForkServer()
     monkeypatch.setattr(forkserver, "_server", server)
-    text = "target: gvrelease:Twice\nchecks: [forward, backward]\ncases: [{name: a, inputs: [{shape: [3]}]}]\n"
+    text = f"target: gvmalloc:Twice\nchecks: {checks}\ncases: [{{name: a, inputs: [{{shape: [3]}}]}}]\n"
     try:
         report = session.run(parse_spec(text, "s.yaml"), session.RunOptions(cache=False, jobs=1))
     finally:
         server.stop()
-    assert [r.status.value for r in report.results] == ["pass", "pass"]
-    after_the_free, *later = map(float, seen.read_text().split())
+    return [r.status.value for r in report.results], seen.read_text().splitlines()
+
+
+HEAP_PROBE = """
+def probe():
+    mapped = mallinfo2().hblkhd
+    buffer = torch.ones(8 * 2**20, dtype=torch.float64)  # 64 MB, past glibc's mmap threshold
+    mapped = mallinfo2().hblkhd - mapped
+    del buffer
+    return f"{mapped} {mallinfo2().fordblks}"
+"""
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+@pytest.mark.skipif(not allocator._is_glibc(), reason="malloc is not glibc's")
+def test_a_worker_reuses_the_large_buffers_torch_frees(tmp_path, monkeypatch):
+    """A 10⁷-element check frees hundreds of 80 MB buffers; in a worker each is served from the
+    heap and kept once freed, rather than mapped afresh and faulted in page by page."""
+    statuses, lines = _probed_in_a_server_of_its_own(tmp_path, monkeypatch, HEAP_PROBE, "[forward]")
+    assert statuses == ["pass"]
+    mapped, free = map(int, lines[0].split())
+    assert mapped == 0  # from the heap, not a mapping of its own
+    assert free >= 64 * 2**20  # and still there, free, once torch let it go
+
+
+RELEASE_PROBE = """
+def probe():
+    if not os.path.getsize(SEEN):  # the first call: 64 MB written, then freed
+        buffer = torch.ones(8 * 2**20, dtype=torch.float64)
+        del buffer
+    return str(resident_mb())
+"""
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+@pytest.mark.skipif(not allocator._is_glibc(), reason="malloc is not glibc's")
+def test_a_worker_gives_back_what_a_check_freed_before_the_next_check(tmp_path, monkeypatch):
+    """Kept for reuse within a check, freed memory goes back between checks, so the holes one
+    check leaves do not add to the next one's peak."""
+    statuses, lines = _probed_in_a_server_of_its_own(
+        tmp_path, monkeypatch, RELEASE_PROBE, "[forward, backward]"
+    )
+    assert statuses == ["pass", "pass"]
+    after_the_free, *later = map(float, lines)
     assert later, "backward's check called forward again"
     assert min(later) < after_the_free - 48
