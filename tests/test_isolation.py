@@ -203,6 +203,18 @@ def test_the_fork_servers_preload_leaves_out_what_only_exploring_uses(fresh_pyth
     assert fresh_python(code) == "[]"
 
 
+def test_the_fork_server_imports_without_collecting_garbage(fresh_python):
+    """Every run waits for the server's imports: with the collector on, torch, sympy and the
+    engine set off four full collections over a growing heap (0.3-0.4 s of each start)."""
+    code = (
+        "import gc\n"
+        "from gradverify.run import forkserver\n"
+        "forkserver.prepare()\n"
+        "print(gc.get_stats()[2]['collections'], gc.isenabled(), gc.get_freeze_count() > 0)\n"
+    )
+    assert fresh_python(code) == "0 False True"
+
+
 @pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
 def test_the_fork_server_ends_without_tearing_its_interpreter_down(tmp_path, monkeypatch):
     """Every run waits to reap the server: it ends at once when the parent lets go, rather than
@@ -308,16 +320,6 @@ import os
 import torch
 
 SEEN = {seen!r}
-FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-          "fordblks", "keepcost")
-
-
-class MallInfo(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in FIELDS]
-
-
-mallinfo2 = ctypes.CDLL(None).mallinfo2
-mallinfo2.restype = MallInfo
 
 
 def resident_mb():
@@ -362,6 +364,18 @@ def _probed_in_a_server_of_its_own(
 
 
 HEAP_PROBE = """
+FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+          "fordblks", "keepcost")
+
+
+class MallInfo(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in FIELDS]
+
+
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = MallInfo
+
+
 def probe():
     mapped = mallinfo2().hblkhd
     buffer = torch.ones(8 * 2**20, dtype=torch.float64)  # 64 MB, past glibc's mmap threshold
@@ -404,3 +418,12 @@ def test_a_worker_gives_back_what_a_check_freed_before_the_next_check(tmp_path, 
     after_the_free, *later = map(float, lines)
     assert later, "backward's check called forward again"
     assert min(later) < after_the_free - 48
+
+
+@pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
+def test_a_worker_collects_garbage_as_any_process_does(tmp_path, monkeypatch):
+    """The collector is off in the server only: the user's code in a worker has it on."""
+    probe = "def probe():\n    import gc\n    return str(gc.isenabled())\n"
+    statuses, lines = _probed_in_a_server_of_its_own(tmp_path, monkeypatch, probe, "[forward]")
+    assert statuses == ["pass"]
+    assert set(lines) == {"True"}
