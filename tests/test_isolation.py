@@ -215,6 +215,20 @@ def test_the_fork_server_imports_without_collecting_garbage(fresh_python):
     assert fresh_python(code) == "0 False True"
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_without_isolation_the_engine_is_imported_without_collecting_garbage(fresh_python, enabled):
+    """--no-isolation imports what the server would, as it would; the collector is then as
+    the process had it, for the user's code."""
+    code = (
+        "import gc\n"
+        f"gc.enable() if {enabled} else gc.disable()\n"
+        "from gradverify.run import session\n"
+        "session.import_the_engine()\n"
+        "print(gc.get_stats()[2]['collections'], gc.isenabled())\n"
+    )
+    assert fresh_python(code) == f"0 {enabled}"
+
+
 @pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
 def test_the_fork_server_ends_without_tearing_its_interpreter_down(tmp_path, monkeypatch):
     """Every run waits to reap the server: it ends at once when the parent lets go, rather than
