@@ -72,6 +72,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from gradverify.record.session import start
 
         start(config)
+    if _spec_paths(config) is not None and not config.getoption("numprocesses", None):
+        from gradverify.pytest_batch import start_early
+
+        start_early(config)  # its torch import overlaps pytest's collection of everything
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -384,19 +384,28 @@ def test_the_plugin_is_inert_and_torch_free_without_the_option(
 
 
 def test_collection_alone_does_not_import_torch(project: pytest.Pytester) -> None:
+    """pytest's process never imports torch; the fork server does, from before collection
+    starts, so that its import overlaps the collection of the project's own tests too."""
     project.makeconftest(
         """
         import sys
+
+
+        def pytest_collection(session):
+            from gradverify.run import forkserver
+
+            print(f"server started before collection: {forkserver._server is not None}")
 
 
         def pytest_unconfigure(config):
             print(f"torch imported: {'torch' in sys.modules}")
         """
     )
-    result = project.runpytest_subprocess("--gradverify", "specs", "--collect-only", "-q")
+    result = project.runpytest_subprocess("--gradverify", "specs", "--collect-only", "-q", "-s")
     result.stdout.fnmatch_lines(
         ["specs/square.yaml::fns:Square::vector::forward", "8 tests collected*"]
     )
+    result.stdout.fnmatch_lines(["server started before collection: True"])
     result.stdout.fnmatch_lines(["torch imported: False"])
 
 
