@@ -65,9 +65,10 @@ class Batch:
 
 
 def start_early(config: Any) -> None:
-    """Start the fork server now, so that its torch import overlaps reading the specs; not in
-    an xdist worker, which runs its cases in its own process."""
-    if hasattr(config, "workerinput"):
+    """Start the fork server now, so that its torch import overlaps collection; not in an
+    xdist worker, which starts its own when it runs its cases, nor in an xdist controller,
+    which runs none."""
+    if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
         return
     from gradverify.run import session
 

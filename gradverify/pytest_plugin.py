@@ -72,10 +72,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from gradverify.record.session import start
 
         start(config)
-    if _spec_paths(config) is not None and not config.getoption("numprocesses", None):
+    if _spec_paths(config) is not None:
         from gradverify.pytest_batch import start_early
 
-        start_early(config)  # its torch import overlaps pytest's collection of everything
+        start_early(config)  # its torch import overlaps collection, the specs' and the tests'
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -99,10 +99,9 @@ def pytest_collection_modifyitems(
     paths = _spec_paths(config)
     if paths is None:
         return
-    from gradverify.pytest_batch import custom_ops, start_early
+    from gradverify.pytest_batch import custom_ops
     from gradverify.spec.discover import spec_files
 
-    start_early(config)  # the fork server imports torch while the specs are read
     found: list[Path] = []
     for path in paths:
         if not path.exists():
