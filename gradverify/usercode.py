@@ -18,7 +18,10 @@ class UserCodeError(Exception):
     def __init__(self, phase: str, error: BaseException) -> None:
         self.phase = phase
         self.error = error
-        self.location = _user_location(error)
+        self.frame = last_user_frame(error)
+        self.location = (
+            f"{user_path(self.frame.filename)}:{self.frame.lineno}" if self.frame else None
+        )
         where = f" at {self.location}" if self.location else ""
         if is_allocation_failure(error):
             super().__init__(f"{phase} ran out of memory{where}: {out_of_memory(error)}")
@@ -28,6 +31,14 @@ class UserCodeError(Exception):
     @property
     def frames(self) -> tuple[str, ...]:
         return tuple(user_frames(self.error))
+
+    @property
+    def source(self) -> dict[str, Any]:
+        """Result fields pointing at the user's line that raised (none if no frame is the
+        user's): a crash of forward in a check about backward is forward's, not backward's."""
+        if self.frame is None:
+            return {}
+        return {"source_file": self.frame.filename, "source_line": self.frame.lineno}
 
 
 # A worker process listens to phases, so that a crash or a timeout can say where it happened.
@@ -64,10 +75,3 @@ def first_line(error: BaseException) -> str:
     """The first line of an exception's message: how a crash is named in one line."""
     text = str(error).strip()
     return text.splitlines()[0] if text else "(no message)"
-
-
-def _user_location(error: BaseException) -> str | None:
-    last = last_user_frame(error)
-    if last is None:
-        return None
-    return f"{user_path(last.filename)}:{last.lineno}"

@@ -109,3 +109,37 @@ def test_a_correct_function_passes(run_spec, only):
     result = only(report, check=CHECK)
     assert result.status.value == "pass"
     assert result.notes == ("argument 0 (a) promoted from float32 to float64 for this check",)
+
+
+RAISES_IN_BACKWARD = """\
+import torch
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise ValueError("not written yet")  # the line the finding points at
+"""
+
+
+def test_a_crash_points_at_the_line_that_raised(run_spec, only, tmp_path, monkeypatch):
+    (tmp_path / "gvraises.py").write_text(RAISES_IN_BACKWARD, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    report = run_spec(
+        "target: gvraises:Twice\nchecks: [gradcheck]\ncases: [{name: c, inputs: [{shape: [3]}]}]\n"
+    )
+    result = only(report, check=CHECK)
+    assert result.status.value == "fail"
+    assert "raised ValueError" in result.message
+    assert Path(result.source_file or "") == tmp_path / "gvraises.py"
+    assert (
+        result.source_line
+        == RAISES_IN_BACKWARD.splitlines().index(
+            '        raise ValueError("not written yet")  # the line the finding points at'
+        )
+        + 1
+    )

@@ -111,6 +111,11 @@ def test_view_of_a_non_contiguous_argument_fails_the_bundled_example(run_spec, o
     assert "view size is not compatible" in result.message
     assert ".reshape()" in result.hint
     assert any("x.view(" in line for line in result.details)
+    # Where forward raised, not backward's definition, though the check is about backward.
+    source = ROOT / "gradverify" / "examples" / "layouts.py"
+    assert Path(result.source_file or "") == source
+    lines = source.read_text(encoding="utf-8").splitlines()
+    assert result.source_line == 1 + next(i for i, ln in enumerate(lines) if "return x.view(" in ln)
 
 
 def test_the_bundled_example_passes_every_other_first_order_check(run_spec, find):

@@ -114,6 +114,7 @@ class LayoutsCheck:
                 input_index=variant.input_index,
                 hint=_crash_hint(variant, error),
                 details=error.frames,
+                **error.source,
             )
         difference = None if random else _first_difference(context, baseline, run)
         if difference is not None:

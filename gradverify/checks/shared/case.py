@@ -90,7 +90,7 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
             + ("" if said else f" ({error})"),
             same_as=broken[0].check,
         )
-    return context.result(check, Status.FAIL, str(error), details=frames)
+    return context.result(check, Status.FAIL, str(error), details=frames, **error.source)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
