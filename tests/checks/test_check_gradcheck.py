@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAPPING_SPEC = ROOT / "tests" / "specs" / "checks" / "mapping.yaml"
 CHECK = "gradcheck"
 VALUE_BUGS = "tests.functions.value_bugs"
+STRUCTURAL_BUGS = "tests.functions.structural_bugs"
 
 
 @pytest.fixture(scope="module")
@@ -111,35 +112,15 @@ def test_a_correct_function_passes(run_spec, only):
     assert result.notes == ("argument 0 (a) promoted from float32 to float64 for this check",)
 
 
-RAISES_IN_BACKWARD = """\
-import torch
-
-
-class Twice(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        raise ValueError("not written yet")  # the line the finding points at
-"""
-
-
-def test_a_crash_points_at_the_line_that_raised(run_spec, only, tmp_path, monkeypatch):
-    (tmp_path / "gvraises.py").write_text(RAISES_IN_BACKWARD, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
+def test_a_crash_points_at_the_line_that_raised(run_spec, only):
     report = run_spec(
-        "target: gvraises:Twice\nchecks: [gradcheck]\ncases: [{name: c, inputs: [{shape: [3]}]}]\n"
+        f"target: {STRUCTURAL_BUGS}:BackwardNotWritten\nchecks: [gradcheck]\n"
+        "cases: [{name: c, inputs: [{shape: [3]}]}]\n"
     )
     result = only(report, check=CHECK)
     assert result.status.value == "fail"
     assert "raised ValueError" in result.message
-    assert Path(result.source_file or "") == tmp_path / "gvraises.py"
-    assert (
-        result.source_line
-        == RAISES_IN_BACKWARD.splitlines().index(
-            '        raise ValueError("not written yet")  # the line the finding points at'
-        )
-        + 1
-    )
+    source = ROOT / "tests" / "functions" / "structural_bugs.py"
+    assert Path(result.source_file or "") == source
+    lines = source.read_text(encoding="utf-8").splitlines()
+    assert result.source_line == 1 + next(i for i, ln in enumerate(lines) if "RAISES HERE" in ln)

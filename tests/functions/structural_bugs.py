@@ -174,3 +174,15 @@ class GradientForLiteral(torch.autograd.Function):
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         (x,) = ctx.saved_tensors
         return grad_output * ctx.alpha, (grad_output * x).sum()
+
+
+class BackwardNotWritten(torch.autograd.Function):
+    """2 * x whose backward raises: a crash of the user's code, named where it raised."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        raise ValueError("not written yet")  # RAISES HERE
