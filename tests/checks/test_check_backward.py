@@ -35,6 +35,23 @@ def test_wrong_gradient_shape_names_both_shapes(bugs_report, only):
     assert "reshape" in result.hint
 
 
+def test_a_gradient_of_the_transposed_shape_is_called_transposed_not_reshaped(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {STRUCTURAL}:LinearTransposedWeightGrad
+        cases:
+          - name: linear
+            inputs: [{{shape: [2, 4]}}, {{shape: [3, 4]}}]
+        """
+    )
+    result = only(report, check="backward")
+
+    assert (result.status.value, result.input_name) == ("fail", "weight")
+    assert "shape [4, 3], but the argument has shape [3, 4]" in result.message
+    assert "transposed gradient" in result.hint
+    assert "reshape the gradient" not in result.hint
+
+
 HINTS = "tests.functions.hints"
 
 

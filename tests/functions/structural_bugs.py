@@ -43,6 +43,21 @@ class WrongGradShape(torch.autograd.Function):
         return (grad_output * 2).flatten()
 
 
+class LinearTransposedWeightGrad(torch.autograd.Function):
+    """x @ weight.T whose backward computes weight's gradient as x.T @ grad: [in, out] for an
+    [out, in] weight, the transpose of what belongs."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        return x @ weight.t()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, weight = ctx.saved_tensors
+        return grad_output @ weight, x.t() @ grad_output
+
+
 class WrongGradDtype(torch.autograd.Function):
     """x**2 whose backward returns float32 for a float64 input.
 

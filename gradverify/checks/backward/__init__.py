@@ -251,6 +251,13 @@ def _malformed(
 def _shape_hint(got: torch.Size, expected: torch.Size, name: str | None) -> str | None:
     """How to bring a gradient of the wrong shape to the argument's: reshape, expand or sum."""
     if got.numel() == expected.numel():
+        if len(got) == len(expected) == 2 and tuple(got) == tuple(reversed(expected)):
+            # `x.t() @ grad` where `grad.t() @ x` belongs: reshaping would hide wrong values
+            return (
+                "the argument's shape transposed: likely a transposed gradient (the operands "
+                "of a matmul swapped or transposed); transpose it rather than reshape it, and "
+                "check its values"
+            )
         return (
             "same number of elements in another shape: reshape the gradient to the argument's shape"
         )
