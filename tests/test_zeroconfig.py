@@ -328,7 +328,9 @@ def test_suggested_spec_keeps_the_defaults_as_they_are(user_module: str) -> None
     [("ClippedReLU", "clipped_relu"), ("MyReLU", "my_relu"), ("LinearFunction", "linear_function"),
      ("SwishFunction", "swish_function"), ("LogSumExp", "log_sum_exp"), ("ReLU", "relu"),
      ("SumDim", "sum_dim"), ("ReLUFunction", "relu_function"), ("FusedBiasGELU", "fused_bias_gelu"),
-     ("SiLU", "silu"), ("LegendrePolynomial3", "legendre_polynomial3"), ("Outer.MyLSTMCell", "my_lstm_cell")],
+     ("SiLU", "silu"), ("LegendrePolynomial3", "legendre_polynomial3"), ("Outer.MyLSTMCell", "my_lstm_cell"),
+     ("ClampNoMaskA", "clamp_no_mask_a"), ("LayerNormOD", "layer_norm_od"), ("PReLU", "prelu"),
+     ("SoftmaxWithLSEOk", "softmax_with_lse_ok"), ("LayerNormODFn", "layer_norm_od_fn"), ("GeLU", "gelu")],
 )  # fmt: skip
 def test_file_name_rule(attr: str, name: str) -> None:
     assert file_name(f"pkg.mod:{attr}") == f"{name}.yaml"

@@ -24,9 +24,11 @@ def file_name(target_spec: str) -> str:
     """The spec file named after the target: ClippedReLU -> clipped_relu.yaml.
 
     A word starts at a capital followed by a lower-case letter (Clipped, Log, Sum), after an
-    acronym too (ReLUFunction -> relu_function); a run of three capitals or more is a word
-    of its own (FusedBiasGELU -> fused_bias_gelu), so that mixed-case names such as ReLU
-    and SiLU stay whole (MyReLU -> my_relu).
+    acronym too (ReLUFunction -> relu_function, SoftmaxWithLSEOk -> softmax_with_lse_ok); a
+    run of three capitals or more is a word of its own (FusedBiasGELU -> fused_bias_gelu),
+    and so are one or two after a word of three letters or more (LayerNormOD ->
+    layer_norm_od, ClampA -> clamp_a), so that mixed-case names such as ReLU and SiLU stay
+    whole (MyReLU -> my_relu).
     """
     form = parse_target(target_spec)
     if form is not None and form.op is not None:  # mylib::mysin.default -> mysin
@@ -34,7 +36,8 @@ def file_name(target_spec: str) -> str:
     else:
         attr = target_spec.rsplit(":", 1)[-1].split(".")[-1]
     words = re.sub(
-        r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})|(?<=[a-z0-9])(?=[A-Z]{3,}(?![a-z]))",
+        r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})|(?<=[A-Z]{2})(?=[A-Z][a-z])"
+        r"|(?<=[a-z0-9])(?=[A-Z]{3,}(?![a-z]))|(?<=[a-z]{3})(?=[A-Z]{1,2}(?![a-z]))",
         "_",
         attr,
     )
