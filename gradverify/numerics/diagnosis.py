@@ -64,6 +64,14 @@ def diagnose(
     numerical = numerical.to(torch.float64)
     scale = float(numerical.abs().max().item())
     if scale <= atol:
+        if argument is not None and argument.numel() == 1:
+            # One number with no effect on these outputs (a clip level above every input)
+            # says nothing of a piecewise-constant forward: no surrogate suggested.
+            return (
+                f"the numerical gradient is zero here: on these inputs {argument_name} does not "
+                "change the output, but backward returns a nonzero gradient for it; likely a "
+                f"mask in {argument_name}'s gradient that keeps elements it does not affect"
+            )
         return (
             "the numerical gradient is zero here, but backward returns a nonzero gradient; if "
             f"that is on purpose (a straight-through estimator), {SURROGATE}"

@@ -97,6 +97,20 @@ def test_all_zero_gradient():
 def test_nonzero_gradient_where_the_function_is_flat():
     hint = hint_for(diagonal([1.0, 0.0]), torch.zeros(2, 2, dtype=torch.float64))
     assert "numerical gradient is zero" in hint
+    assert "declare `gradient: surrogate`" in hint
+
+
+def test_a_single_number_without_effect_is_not_taken_for_a_straight_through_estimator():
+    # PACT's clip level alpha above every input: no output depends on it, and backward's mask
+    # for its gradient keeps elements anyway. A bug, with nothing piecewise constant about it.
+    analytical = torch.tensor([[1.0], [0.0], [1.0]], dtype=torch.float64)
+    numerical = torch.zeros(3, 1, dtype=torch.float64)
+    alpha = torch.tensor(0.7, dtype=torch.float64)
+
+    hint = hint_for(analytical, numerical, alpha, name="alpha")
+
+    assert "alpha does not change the output" in hint
+    assert "surrogate" not in hint
 
 
 @pytest.mark.parametrize(
