@@ -305,13 +305,15 @@ class MyLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):
         ctx.save_for_backward(input, weight)
+        ctx.has_bias = bias is not None
         output = input @ weight.t()
         return output if bias is None else output + bias
 
     @staticmethod
     def backward(ctx, grad_output):
         input, weight = ctx.saved_tensors
-        return grad_output @ weight, grad_output.t() @ input, None
+        grad_bias = grad_output.sum(0) if ctx.has_bias else None
+        return grad_output @ weight, grad_output.t() @ input, grad_bias
 """
 
 SOFTMAX = """\
@@ -395,6 +397,7 @@ def test_init_finds_linear_shapes(module):
     assert shapes == [[2, 4], [3, 4]]  # [4] and [4] run forward, but not backward
     assert entry.spec.cases[0].inputs[2] is None
     assert "bias: None by default" in Path("specs/linear.yaml").read_text(encoding="utf-8")
+    assert entry.spec.cases[1].inputs[2].shape == [3]  # and a case that gives bias a tensor
 
 
 def test_init_takes_conventional_scalar_names_for_scalars(module):
@@ -517,7 +520,7 @@ def test_the_readme_editor_snippets(tmp_path):
 
 TUTORIALS = [
     "LegendrePolynomial3", "MyReLU", "LinearFunction", "LinearSetupContext", "MulConstant",
-    "ClippedReLU", "SwishFunction", "LearnableSwish", "LogSumExp", "ClampWithGrad",
+    "ClippedReLU", "SwishFunction", "LearnableSwish", "LogSumExp",
 ]  # fmt: skip
 
 

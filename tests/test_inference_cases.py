@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
 from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.source import branch_points
 from gradverify.inference.zeroconfig import InferenceError, infer_entry
 from gradverify.results import Report, Status
 from gradverify.run import session
@@ -63,6 +64,15 @@ def test_a_backward_that_hard_codes_the_last_dim_fails_where_dim_is_another() ->
     }
 
 
+def test_a_backward_that_fails_at_one_dim_of_a_rank_forward_takes_fails_that_case() -> None:
+    # x [3, 5] with dim=1 runs well, so dim=0 is a case of the same rank: backward raising
+    # there is a finding, not a shape forward was not written for.
+    report = zero_config("MeanUnsqueezesLast")
+
+    assert "inferred: x [3, 5], dim=0" in failed_cases(report)
+    assert "inferred: x [3, 5], dim=1" not in failed_cases(report)
+
+
 def test_a_right_softmax_passes_every_inferred_case() -> None:
     report = zero_config("Softmax")
 
@@ -95,7 +105,16 @@ def test_rank_4_where_forward_needs_nchw() -> None:
 )
 def test_a_factor_of_1_and_an_offset_of_0_get_a_second_value(name: str, label: str) -> None:
     assert label in labels(name)
-    assert not any(item.startswith("slope") for item in labels(name))  # 0.01 hides nothing
+
+
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [("LeakyReLUHardCodesSlope", "slope=0.02"), ("PowerHardCodesDegree", "degree=4")],
+)
+def test_a_backward_that_hard_codes_any_default_fails_on_its_second_value(
+    name: str, label: str
+) -> None:
+    assert set(failed_cases(zero_config(name))) == {f"inferred: {label}"}
 
 
 def test_a_forgotten_scale_fails_on_the_second_value_naming_it() -> None:
@@ -103,6 +122,88 @@ def test_a_forgotten_scale_fails_on_the_second_value_naming_it() -> None:
 
     assert set(failed_cases(report)) == {"inferred: scale=2.0"}
     assert zero_config("ScaledLeakyReLU").passed
+
+
+# --- values past [-1, 1] ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [("HardSigmoidForgotUpperMask", "x [16] in [-7, 7]"),  # x > -3, and torch's 3
+     ("ReLU6ForgotUpperMask", "x [16] in [-13, 13]")],  # torch's relu6, no literal 6
+)  # fmt: skip
+def test_a_mask_past_1_is_reached_by_a_wide_case_and_only_it_fails(name: str, label: str) -> None:
+    assert set(failed_cases(zero_config(name))) == {f"inferred: {label}"}
+
+
+def test_a_right_function_passes_its_wide_case() -> None:
+    report = zero_config("HardSigmoid")
+
+    assert report.passed
+    assert "inferred: x [16] in [-7, 7]" in {r.case for r in report.results}
+
+
+def test_no_wide_case_without_a_number_past_1() -> None:
+    assert not any(" in [" in label for label in labels("Softmax"))
+
+
+def test_only_what_is_compared_is_a_branch_point_not_dims_sizes_or_factors() -> None:
+    from tests.functions.inference import ClipToLevels, HardSigmoidForgotUpperMask, Shapes
+
+    assert branch_points(Shapes.forward, Shapes.backward).magnitudes == (0.0,)
+    assert branch_points(HardSigmoidForgotUpperMask.backward).magnitudes == (3.0,)  # not / 6
+    assert branch_points(HardSigmoidForgotUpperMask.forward).magnitudes == (3.0,)  # torch's
+    assert {"qn", "qp"} <= branch_points(ClipToLevels.forward).names
+
+
+def test_a_default_compared_with_is_reached_and_a_factor_is_not() -> None:
+    assert "x [16] in [-41, 41]" in labels("SoftThreshold")  # x > threshold, 20.0 by default
+    assert not any(" in [" in label for label in labels("ScaledLeakyReLU"))  # scale * x
+
+
+def test_bounds_by_name_lie_inside_the_range_so_a_forgotten_clamp_mask_fails() -> None:
+    bounds = {c.name: c.value for c in inferred("ClampForgotMask").choices if c.kind == "number"}
+
+    assert bounds == {"min": -0.5, "max": 0.5}
+    assert "inferred" in failed_cases(zero_config("ClampForgotMask"))
+
+
+# --- a tensor where None is the default -----------------------------------------------------
+
+
+def test_a_bias_that_is_none_by_default_gets_a_tensor_and_its_gradient_is_checked() -> None:
+    assert "bias [3]" in labels("LinearTanh")
+    assert zero_config("LinearTanh").passed
+    report = zero_config("LinearTanhForgotTanhForBias")
+    assert set(failed_cases(report)) == {"inferred: bias [3]"}
+    assert {r.input_name for r in report.results if r.status is Status.FAIL} == {"bias"}
+
+
+def test_parameters_backward_leaves_none_become_numbers_together() -> None:
+    chosen = {c.name: (c.kind, c.value) for c in inferred("ClipToLevels").choices}
+
+    assert chosen["qn"] == chosen["qp"] == ("number", 0.5)
+
+
+def test_a_list_annotation_gets_a_list() -> None:
+    weights = inferred("WeightedByList").choices[1]
+
+    assert (weights.kind, weights.value) == ("number", (1.0,))
+    assert zero_config("WeightedByList").passed
+
+
+# --- bools and epsilons ----------------------------------------------------------------------
+
+
+def test_a_bool_default_gets_the_other_value() -> None:
+    assert "keepdim=True" in labels("MeanKeepdimForgetsDivision")
+    assert set(failed_cases(zero_config("MeanKeepdimForgetsDivision"))) == {
+        "inferred: keepdim=True"
+    }
+
+
+def test_a_small_epsilon_gets_a_large_one_where_a_forgotten_one_shows() -> None:
+    assert set(failed_cases(zero_config("RMSNormForgotEps"))) == {"inferred: eps=0.5"}
 
 
 # --- broadcasting ----------------------------------------------------------------------------
@@ -115,6 +216,13 @@ def test_a_second_tensor_is_broadcast_where_forward_broadcasts() -> None:
 def test_no_broadcast_case_where_forward_refuses_one() -> None:
     assert labels("MulSameShape") == ["x [3, 5]", "x [2, 3, 4]"]
     assert zero_config("MulSameShape").passed
+
+
+def test_a_broadcast_case_is_dropped_where_another_argument_does_not_fit_it() -> None:
+    # The broadcast residual is kept beside x [3, 5] and a weight of [3, 5] whose gradient
+    # backward sums to the last dim: the misfit is weight's, which the case did not vary.
+    assert not any("residual [5]" in label for label in labels("AddThenScale"))
+    assert zero_config("AddThenScale").passed
 
 
 def test_an_unreduced_bias_gradient_is_found_out() -> None:
@@ -140,6 +248,18 @@ def test_a_function_that_conjugates_runs_on_complex_inputs() -> None:
     assert {choice.dtype for choice in choices} == {"complex128"}
     assert zero_config("ConjMul").passed
     assert set(failed_cases(zero_config("ConjMulForgotConj"))) == {"inferred: complex128"}
+
+
+def test_a_conjugate_in_backward_alone_is_a_sign_of_complex_numbers() -> None:
+    assert "complex128" in labels("MulForgotConjForZ")
+    assert set(failed_cases(zero_config("MulForgotConjForZ"))) == {"inferred: complex128"}
+
+
+def test_a_function_of_complex_numbers_only_gets_complex_inputs() -> None:
+    (z,) = inferred("Angle").choices
+
+    assert (z.kind, z.dtype) == ("tensor", "complex128")
+    assert zero_config("Angle").passed
 
 
 def test_no_complex_case_without_a_sign_of_complex_numbers() -> None:

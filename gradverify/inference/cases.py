@@ -1,6 +1,7 @@
-"""More inferred cases than the base one, each chosen to reach a path it cannot: other
-ranks, every value of a dim argument, a broadcast second tensor, a second value for a
-default that hides a bug (1.0 for a factor, 0.0 for an offset), complex inputs.
+"""More inferred cases than the base one, each chosen to reach a path it cannot: values
+past the numbers forward and backward compare with, other ranks, every value of a dim
+argument, a broadcast second tensor, a second value for a default (1.0 for a factor, 0.0
+for an offset, any other number a backward may hard-code), complex inputs.
 
 Each candidate is probed once (gradverify.inference.probe) and kept only
 where forward accepts it and gives a finite output, so that a case outside forward's
@@ -11,9 +12,10 @@ then show. Probing stops at a time budget.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gradverify.inference.from_signature import (
@@ -25,53 +27,89 @@ from gradverify.inference.from_signature import (
     source_facts,
 )
 from gradverify.inference.probe import probe
+from gradverify.inference.source import branch_points
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
 
 BUDGET = 2.0  # seconds of probing for the extra cases of one target
-MOST = 8  # extra cases at most
+MOST = 10  # extra cases at most
 RANKS = ((3, 5), (2, 3, 4))  # shapes for an elementwise Function first tried at rank 1
 DIM_NAMES = ("dim", "axis")
 # A default that hides a forgotten use, and the value that shows it.
 HIDING = {1.0: 2.0, 0.0: 0.5}
+# The wide case draws from [-(2m + 1), 2m + 1], m the largest branch point of forward and
+# backward up to REACH, where it is 1 or more: every branch point lies well inside, with
+# elements on both sides of it. Larger ones are masks and sentinels (-1e9, 255 levels).
+REACH = 100.0
+# An epsilon (eps, epsilon, norm_eps) small by default hides a backward that forgets it.
+EPSILON = re.compile(r"(^|_)(eps|epsilon)($|_)", re.IGNORECASE)
+LARGE_EPSILON = 0.5
+WIDE_ELEMENTS = 16  # a rank-1 first tensor's length there, so that each region gets elements
 
 Case = tuple[str, tuple[Choice, ...]]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One extra case to probe. Kept where forward accepts it and backward runs well; kept
+    too where backward misbehaves, when that is backward's to answer for: only the argument
+    the case varies gets a gradient of another shape (`lenient`: a broadcast bias backward
+    must reduce), or backward raises or misfits where a case that `proves` its rank (the
+    same rank, another dim or no broadcast) ran well."""
+
+    label: str
+    choices: list[Choice]
+    lenient: tuple[int, ...] = ()  # arguments whose misbehaving gradient is a finding
+    needs: str | None = None  # kept misbehaving if a case proving this rank ran well
+    proves: str | None = None  # running well, it proves this rank
 
 
 def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
     """The extra cases forward accepts, within the probe budget."""
     deadline = time.perf_counter() + BUDGET
-    kept: list[Case] = []
+    kept: list[tuple[int, Case]] = []
+    waiting: list[tuple[int, Case, str]] = []  # backward misbehaved: kept if its rank is proven
+    proven: set[str] = set()  # ranks a case ran well at
     seen = {tuple(choice.item.__repr__() for choice in base)}
-    for label, choices, lenient in candidates(target, base):
+    for position, candidate in enumerate(candidates(target, base)):
         if len(kept) >= MOST or time.perf_counter() > deadline:
             break
-        choices = fit_indices(choices)
+        choices = fit_indices(candidate.choices)
         key = tuple(choice.item.__repr__() for choice in choices)
         if key in seen:
             continue
         seen.add(key)
         outcome = probe(target, choices)
+        case = (candidate.label, tuple(choices))
         if outcome.stage == "forward":
             continue  # outside forward's domain
-        if not lenient and (outcome.stage != "done" or outcome.wrong_shape):
-            continue  # perhaps a shape forward was not written for: not ours to judge
-        kept.append((label, tuple(choices)))
-    return tuple(kept)
+        misfits = set(outcome.wrong_shape)
+        if outcome.stage == "done" and not misfits:
+            kept.append((position, case))
+            proven.add(candidate.proves or "")
+        elif outcome.stage == "done" and candidate.lenient and misfits <= set(candidate.lenient):
+            kept.append((position, case))  # backward misbehaves on what forward accepted
+        elif candidate.needs is not None:
+            waiting.append((position, case, candidate.needs))
+        # else: perhaps a shape forward was not written for: not ours to judge
+    kept += [(position, case) for position, case, rank in waiting if rank in proven]
+    return tuple(case for _, case in sorted(kept, key=lambda kept_case: kept_case[0])[:MOST])
 
 
-def candidates(target: Target, base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice], bool]]:
-    """(label, choices, lenient) for each extra case, the most telling first; `lenient`: kept
-    when backward misbehaves on it too (forward accepted it, so backward must follow)."""
+def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
+    """Each extra case to probe, the most telling first."""
     yield from _defaults(base)
+    yield from _wide(target, base)
     yield from _ranks_and_dims(base)
     yield from _broadcasts(base)
+    yield from _optional_tensors(base)
     if source_facts(target).complex:
         yield _complex(base)
+    yield from _other_defaults(base)
 
 
-def _defaults(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice], bool]]:
+def _defaults(base: Sequence[Choice]) -> Iterator[Candidate]:
     """A second value for each float default that hides a bug: scale=1.0 -> 2.0, shift=0.0 -> 0.5."""
     for index, choice in enumerate(base):
         value = choice.value
@@ -79,10 +117,98 @@ def _defaults(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice], bool]
             continue
         other = HIDING[value]
         changed = Choice(choice.name, NUMBER, value=other, reason=f"{value} by default hides a bug")
-        yield f"{choice.name}={other}", [*base[:index], changed, *base[index + 1 :]], False
+        yield Candidate(f"{choice.name}={other}", [*base[:index], changed, *base[index + 1 :]])
 
 
-def _ranks_and_dims(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice], bool]]:
+def _wide(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
+    """The tensors shaped like the first drawn from a range that holds every number forward
+    and backward compare with: `x.clamp(-3, 3)`, `x > 6`, a threshold of 20 by default. A
+    mask or branch past [-1, 1] is otherwise never reached."""
+    first = _first_float(base)
+    reach = max((m for m in _literals(target, base) if m <= REACH), default=0.0)
+    if first is None or not first.shape or reach < 1:
+        return  # nothing past the base case's range of [-1, 1] to reach
+    high = 2 * reach + 1
+    low = first.low if first.low > 0 else -high  # a positive domain stays positive
+    shape = (WIDE_ELEMENTS,) if len(first.shape) == 1 else first.shape
+    widened = [
+        replace(c, shape=shape, low=low, high=high)
+        if _like(c, first)
+        else replace(c, shape=shape)
+        if _mask_of(c, first)
+        else c
+        for c in base
+    ]
+    yield Candidate(f"{first.name} {list(shape)} in [{low:g}, {high:g}]", widened)
+
+
+def _literals(target: Target, base: Sequence[Choice]) -> tuple[float, ...]:
+    """What forward and backward compare with or clamp to: number literals, and the numbers
+    forward gets by default for a parameter compared so (`x > threshold`, threshold=20.0)."""
+    functions = (
+        (getattr(target.obj, "forward", None), getattr(target.obj, "backward", None))
+        if target.is_function
+        else (target.obj,)
+    )
+    points = branch_points(*functions)
+    defaults = tuple(
+        abs(float(c.value))
+        for c in base
+        if c.kind == LITERAL and type(c.value) in (int, float) and c.name in points.names
+    )
+    return points.magnitudes + defaults
+
+
+def _other_defaults(base: Sequence[Choice]) -> Iterator[Candidate]:
+    """A second value for each other number or bool forward gets by default (a slope of
+    0.01, 8 bits, keepdim=False): a backward that hard-codes the default passes on it alone.
+    An epsilon gets a large one, where a backward that forgets it shows."""
+    for index, choice in enumerate(base):
+        value = choice.value
+        if choice.kind != LITERAL or choice.name in DIM_NAMES:
+            continue
+        other: float | bool
+        if type(value) is bool:
+            other = not value
+        elif type(value) is float and EPSILON.search(choice.name) and 0 < value < LARGE_EPSILON:
+            other = LARGE_EPSILON
+        elif type(value) is float and value not in HIDING and abs(value) < float("inf"):
+            other = value * 2
+        elif type(value) is int:
+            other = value + 1
+        else:
+            continue
+        reason = f"a second value beside the default {value!r}"
+        changed = Choice(choice.name, NUMBER, value=other, reason=reason)
+        label = f"{choice.name}={other!r}"
+        yield Candidate(label, [*base[:index], changed, *base[index + 1 :]])
+
+
+def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
+    """A tensor for each parameter that is None by default and named like a bias or
+    annotated a Tensor (forward's `bias=None`): its gradient is otherwise never checked.
+    Shaped as a Linear's bias (the weight's rows), else as the last dim of the first tensor
+    (a per-feature bias); a misbehaving gradient of it is a finding."""
+    first = _first_float(base)
+    if first is None or not first.shape:
+        return
+    weights = [c.shape[0] for c in base if _is_float_tensor(c) and c is not first and c.shape]
+    # A base whose tensor backward's gradient bent to 0-d has shapes inference chose for
+    # backward's sake: a misfit there is not the new tensor's to answer for.
+    bent = any(_is_float_tensor(c) and not c.shape for c in base)
+    for index, choice in enumerate(base):
+        if choice.kind != LITERAL or choice.value is not None or not choice.optional_tensor:
+            continue
+        for size in dict.fromkeys([*weights[:1], first.shape[-1]]):
+            given = Choice(
+                choice.name, TENSOR, (size,), reason="a tensor where None is the default"
+            )
+            label = f"{choice.name} [{size}]"
+            changed = [*base[:index], given, *base[index + 1 :]]
+            yield Candidate(label, changed, lenient=() if bent else (index,))
+
+
+def _ranks_and_dims(base: Sequence[Choice]) -> Iterator[Candidate]:
     """Ranks 2 and 3 for the tensors shaped like the first; with every value of a dim."""
     first = _first_float(base)
     if first is None or len(first.shape) != 1:
@@ -94,7 +220,7 @@ def _ranks_and_dims(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice],
         ]
         name = f"{first.name} {list(shape)}"
         if not dims:
-            yield name, reshaped, False
+            yield Candidate(name, reshaped, proves=name)
             continue
         # rank 2: every dim; rank 3: the middle one, which neither end of rank 2 reaches
         values = range(len(shape)) if len(shape) == 2 else (1,)
@@ -102,10 +228,12 @@ def _ranks_and_dims(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice],
             changed = list(reshaped)
             for i in dims:
                 changed[i] = Choice(base[i].name, NUMBER, value=value, reason="every valid dim")
-            yield f"{name}, {base[dims[0]].name}={value}", changed, False
+            # forward takes this rank with another dim: a backward failing on this one is wrong
+            label = f"{name}, {base[dims[0]].name}={value}"
+            yield Candidate(label, changed, needs=name, proves=name)
 
 
-def _broadcasts(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice], bool]]:
+def _broadcasts(base: Sequence[Choice]) -> Iterator[Candidate]:
     """The tensors after the first, shaped like it, as a bias of its last dim: x [3, 5], b [5]."""
     first = _first_float(base)
     if first is None or len(first.shape) != 1:
@@ -115,16 +243,17 @@ def _broadcasts(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice], boo
     for i in later:
         changed = [replace(c, shape=rows) if _like(c, first) else c for c in base]
         changed[i] = replace(base[i], shape=rows[-1:])
-        yield f"{first.name} {list(rows)}, {base[i].name} {list(rows[-1:])}", changed, True
+        label = f"{first.name} {list(rows)}, {base[i].name} {list(rows[-1:])}"
+        yield Candidate(label, changed, lenient=(i,), needs=f"{first.name} {list(rows)}")
 
 
-def _complex(base: Sequence[Choice]) -> tuple[str, list[Choice], bool]:
+def _complex(base: Sequence[Choice]) -> Candidate:
     """Every float tensor complex (forward conjugates, or takes real and imaginary parts)."""
     changed = [
         replace(c, dtype="complex128") if c.kind == TENSOR and c.dtype == "float64" else c
         for c in base
     ]
-    return "complex128", changed, False
+    return Candidate("complex128", changed)
 
 
 def _mask_of(choice: Choice, first: Choice) -> bool:
@@ -132,7 +261,11 @@ def _mask_of(choice: Choice, first: Choice) -> bool:
 
 
 def _first_float(base: Sequence[Choice]) -> Choice | None:
-    return next((c for c in base if c.kind == TENSOR and c.dtype == "float64"), None)
+    return next((c for c in base if _is_float_tensor(c)), None)
+
+
+def _is_float_tensor(choice: Choice) -> bool:
+    return choice.kind == TENSOR and choice.dtype == "float64"
 
 
 def _like(choice: Choice, first: Choice) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.probe import NOT_FINITE, STAGES, ProbeOutcome, probe
-from gradverify.inference.source import SourceFacts, is_mask, read_forward
+from gradverify.inference.source import SourceFacts, handles_complex, is_mask, read_forward
 
 if TYPE_CHECKING:
     from gradverify.spec.models import FunctionSpec
@@ -38,12 +38,16 @@ NUMBERS = (0.5, 2)
 SCALAR_TYPES = {"int": 1, "float": NUMBERS[0], "bool": True, "str": ""}
 # A list of ints (`int[]` in an op's schema) is most often dims or a shape: [-1] is both.
 LIST_TYPES = {"int[]": (-1,), "float[]": (1.0,), "bool[]": (True,)}
+# A Python annotation of a list of numbers, read as the schema's list types above.
+LIST_ANNOTATION = re.compile(r"(?:List|list|Sequence|Tuple|tuple)\[(int|float|bool)(?:, \.\.\.)?\]")
 # An op's schema types, as the annotations above read them (`Tensor?` is a Tensor or None).
 SCHEMA_ANNOTATIONS = {"Tensor?": "Tensor", "Scalar": "float", "Scalar?": "float"}
-# Parameters that are numbers by convention. Bounds enclose the inputs' range [-1, 1].
+# Parameters that are numbers by convention. Bounds lie inside the inputs' range [-1, 1],
+# so that a clamp acts on some elements and its backward's mask is checked: bounds that
+# enclosed the range would pass a backward that forgot the mask.
 SCALAR_NAMES: dict[str, Any] = {
     "dim": -1, "axis": -1, "keepdim": False, "eps": 1e-5, "inplace": False,
-    "min": -1.0, "min_val": -1.0, "lower": -1.0, "max": 1.0, "max_val": 1.0, "upper": 1.0,
+    "min": -0.5, "min_val": -0.5, "lower": -0.5, "max": 0.5, "max_val": 0.5, "upper": 0.5,
 }  # fmt: skip
 ELEMENTWISE = (4,)
 LINEAR_INPUT, LINEAR_WEIGHT, LINEAR_BIAS = (2, 4), (3, 4), (3,)
@@ -71,6 +75,7 @@ class Choice:
     dtype: str = "float64"  # int64 for an index tensor, complex128 where forward is complex
     low: float = -1.0
     high: float = 1.0
+    optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
 
     @property
     def item(self) -> Any:
@@ -205,6 +210,16 @@ def _base(target: Target) -> Inference:
                 return Inference(target.spec, tuple(found), target.variadic)
         if not search.not_finite:
             break
+    if search.forward_ran is None and source_facts(target).complex:
+        # forward takes complex numbers apart (`z.imag`, `view_as_real`): perhaps only them
+        for layout in LAYOUTS:
+            choices = [
+                replace(c, dtype="complex128") if _is_float(c) else c
+                for c in _in_domain([plan.choice(layout) for plan in plans], -1.0, 1.0)
+            ]
+            found = search.settle(choices, plans)
+            if found is not None:
+                return Inference(target.spec, tuple(found), target.variadic)
     if search.forward_ran is not None:  # the checks will show what backward does wrong
         return Inference(target.spec, tuple(search.forward_ran), target.variadic, ran=False)
     unknown = "forward rejected every shape tried: choose its shape"
@@ -229,6 +244,7 @@ class _Plan:
 
     indices: bool = False  # an integer index tensor (gradverify.inference.source)
     mask: bool = False  # the index tensor is a bool mask
+    optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
 
     def choice(self, layout: tuple[int, ...] | str) -> Choice:
         if self.mask:  # a mask is shaped like what it masks
@@ -240,7 +256,13 @@ class _Plan:
         if self.kind == TENSOR:
             shape = self._shape(layout)
             return Choice(self.name, TENSOR, shape, None, self.reason, self.requires_grad)
-        return Choice(self.name, self.kind, value=self.value, reason=self.reason)
+        return Choice(
+            self.name,
+            self.kind,
+            value=self.value,
+            reason=self.reason,
+            optional_tensor=self.optional_tensor,
+        )
 
     def _shape(self, layout: tuple[int, ...] | str) -> tuple[int, ...]:
         if layout == "nchw":
@@ -267,13 +289,17 @@ def _plans(target: Target) -> list[_Plan]:
             )
         elif name in target.defaults:
             default = target.defaults[name]
-            tensorish = default is None and ("Tensor" in annotation or BIAS_NAMES.search(name))
+            tensorish = default is None and bool("Tensor" in annotation or BIAS_NAMES.search(name))
             reason = (
                 "None by default; `{shape: [...]}` checks its gradient too"
                 if tensorish
                 else "forward's default"
             )
-            plans.append(_Plan(index, name, LITERAL, default, reason, flexible=False))
+            plans.append(
+                _Plan(
+                    index, name, LITERAL, default, reason, flexible=False, optional_tensor=tensorish
+                )
+            )
         elif "Tensor" in annotation:
             reason = "Tensor in the op's schema" if target.schema_types else "annotated Tensor"
             written = _written(target, index)
@@ -302,11 +328,16 @@ def _written(target: Target, index: int) -> bool:
 
 
 def source_facts(target: Target) -> SourceFacts:
-    """What forward's source shows of its parameters (indices, complex numbers)."""
+    """What forward's source shows of its parameters (indices, complex numbers); complex
+    numbers in backward's too."""
     forward = getattr(target.obj, "forward", target.obj) if target.is_function else target.obj
     if target.op is not None:
         return SourceFacts()
-    return read_forward(forward, tuple(target.parameters), annotations_of(target))
+    facts = read_forward(forward, tuple(target.parameters), annotations_of(target))
+    backward = getattr(target.obj, "backward", None) if target.is_function else None
+    if not facts.complex and handles_complex(backward):
+        return replace(facts, complex=True)
+    return facts
 
 
 def annotations_of(target: Target) -> dict[str, str]:
@@ -327,8 +358,16 @@ def annotations_of(target: Target) -> dict[str, str]:
         if annotation is parameter.empty:
             continue
         text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
-        written[name] = text.rsplit(".", 1)[-1].removesuffix(" | None")
+        listed = _schema_list(annotation if isinstance(annotation, str) else str(annotation))
+        written[name] = listed or text.rsplit(".", 1)[-1].removesuffix(" | None")
     return written
+
+
+def _schema_list(text: str) -> str | None:
+    """A Python list annotation as an op's schema writes it: `List[float]`, `list[int]`,
+    `Sequence[int]`, `tuple[int, ...]` -> `float[]`, `int[]` (None for anything else)."""
+    found = LIST_ANNOTATION.fullmatch(text.replace("typing.", "").replace("collections.abc.", ""))
+    return f"{found.group(1)}[]" if found else None
 
 
 class _Search:
@@ -383,11 +422,21 @@ class _Search:
     def _numbers_for_none(
         self, choices: list[Choice], plans: Sequence[_Plan], none: Sequence[int]
     ) -> list[Choice]:
-        """A tensor whose gradient backward leaves None is a number, if forward takes one."""
-        for index in none:
-            if not (plans[index].flexible and choices[index].kind == TENSOR):
-                continue
-            reason = "backward returns None for it, and forward takes a number"
+        """A tensor whose gradient backward leaves None is a number, if forward takes one:
+        all of them at once first (`clamp(x, -qn, qp)` takes two numbers, not a number and a
+        tensor), then one at a time."""
+        reason = "backward returns None for it, and forward takes a number"
+        flexible = [i for i in none if plans[i].flexible and choices[i].kind == TENSOR]
+        if len(flexible) > 1:
+            for value in NUMBERS:
+                trial = [
+                    Choice(c.name, NUMBER, value=value, reason=reason) if i in flexible else c
+                    for i, c in enumerate(choices)
+                ]
+                tried = self._probe(trial)
+                if tried.stage == "done" and not tried.wrong_shape:
+                    return trial
+        for index in flexible:
             for alternative in _numbers(choices[index], reason):
                 trial = [*choices[:index], alternative, *choices[index + 1 :]]
                 tried = self._probe(trial)

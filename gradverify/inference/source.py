@@ -1,5 +1,6 @@
 """What forward's source says about its parameters, read from its syntax tree without
-running it: which are used as indices, and whether forward handles complex numbers.
+running it: which are used as indices, whether forward handles complex numbers, and the
+numbers forward and backward compare their inputs with.
 
 Importing this module never imports torch.
 """
@@ -26,6 +27,31 @@ INDEX_CALLS = {
 INDEX_NAMES = re.compile(
     r"^(idx|idxs|index|indices|ids|token_ids|input_ids|target|targets|label|labels)$", re.I
 )
+# Calls whose int arguments are dims, sizes or counts, never a value an input is compared with.
+SHAPE_CALLS = frozenset({
+    "view", "reshape", "permute", "transpose", "movedim", "unsqueeze", "squeeze", "flatten",
+    "unflatten", "size", "expand", "repeat", "narrow", "split", "chunk", "select",
+    "index_select", "gather", "roll", "flip", "cat", "stack", "sum", "mean", "prod", "amax",
+    "amin", "max", "min", "argmax", "argmin", "softmax", "log_softmax", "logsumexp", "cumsum",
+    "cumprod", "norm", "var", "std", "zeros", "ones", "empty", "full", "arange", "randn",
+    "rand", "randint", "range", "tensor", "new_zeros", "new_ones",
+})  # fmt: skip
+# torch's activations whose branch points lie past [-1, 1] with their default arguments
+# (their arguments, where given, are literals read as any other).
+BRANCH_POINTS = {
+    "relu6": 6.0,
+    "hardtanh": 1.0,
+    "hardsigmoid": 3.0,
+    "hardswish": 3.0,
+    "softplus": 20.0,
+}
+# Calls that branch on the values of their arguments past the first.
+CLAMPS = frozenset({
+    "clamp", "clamp_", "clip", "clip_", "hardtanh", "hardtanh_", "threshold", "threshold_",
+    "softplus", "maximum", "minimum", "fmax", "fmin",
+})  # fmt: skip
+# Keywords whose value is a dim or a size.
+SHAPE_KEYWORDS = frozenset(("dim", "dims", "axis", "size", "shape", "dtype", "device"))
 COMPLEX_MARKS = (
     "conj",
     "view_as_real",
@@ -69,6 +95,20 @@ def read_forward(
     # look like indices or a mask, or be given to an index call, to be taken for one.
     indices = {name for name in indices if _looks_like_index(name, node)}
     return SourceFacts(frozenset(indices), complex_used)
+
+
+def handles_complex(function: Any) -> bool:
+    """Whether `function`'s own source conjugates or takes complex numbers apart (`.conj()`,
+    `.real`, `view_as_real`): read in backward too, where a gradient for complex inputs
+    conjugates though forward (`z * w`) shows nothing."""
+    node = parsed_function(function) if function is not None else None
+    if node is None:
+        return False
+    return any(
+        (isinstance(child, ast.Call) and _called_name(child) in COMPLEX_MARKS)
+        or (isinstance(child, ast.Attribute) and child.attr in ("real", "imag"))
+        for child in own_nodes(node)
+    )
 
 
 def by_name(parameter: str) -> bool:
@@ -127,3 +167,73 @@ def _called_name(call: ast.Call) -> str:
 
 def _names_in(node: ast.AST) -> set[str]:
     return {child.id for child in ast.walk(node) if isinstance(child, ast.Name)}
+
+
+@dataclass(frozen=True)
+class BranchPoints:
+    """Where `functions` branch on a value: the sizes of the number literals compared with
+    (`x > 6`, `x.clamp(-3, 3)`), the branch points of torch's activations called (`F.relu6`),
+    and the names compared with (`x > threshold`, `x.clamp(-ctx.qn, ctx.qp)`)."""
+
+    magnitudes: tuple[float, ...] = ()
+    names: frozenset[str] = field(default_factory=frozenset)
+
+
+def branch_points(*functions: Any) -> BranchPoints:
+    """The branch points of `functions`' own source: what a comparison or a clamp-like call
+    reads (not a factor such as `2 * x`, nor dims, sizes or indices such as `x.sum(1) > 0`,
+    `.view(-1, 64)`, `x[..., 2]`)."""
+    found: set[float] = set()
+    names: set[str] = set()
+    for function in functions:
+        node = parsed_function(function) if function is not None else None
+        if node is None:
+            continue
+        skipped = _shape_literals(node)
+        for child in own_nodes(node):
+            if isinstance(child, ast.Call) and _called_name(child) in BRANCH_POINTS:
+                found.add(BRANCH_POINTS[_called_name(child)])
+            for operand in _compared(child):
+                for inner in ast.walk(operand):
+                    if isinstance(inner, ast.Constant) and id(inner) not in skipped:
+                        value = inner.value
+                        if isinstance(value, int | float) and not isinstance(value, bool):
+                            found.add(abs(float(value)))
+                    elif isinstance(inner, ast.Name):
+                        names.add(inner.id)
+                    elif isinstance(inner, ast.Attribute):
+                        names.add(inner.attr)
+    return BranchPoints(tuple(sorted(found)), frozenset(names))
+
+
+def _compared(node: ast.AST) -> list[ast.AST]:
+    """The operands `node` branches on: a comparison's sides, a clamp-like call's arguments."""
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if isinstance(node, ast.Call) and _called_name(node) in CLAMPS:
+        return [*node.args, *(keyword.value for keyword in node.keywords)]
+    return []
+
+
+def _shape_literals(node: ast.AST) -> set[int]:
+    """The ids of the literals that are dims, sizes or indices rather than values."""
+    skipped: set[int] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Subscript):
+            skipped.update(id(inner) for inner in ast.walk(child.slice))
+        elif isinstance(child, ast.Call):
+            ints_only = _called_name(child) in SHAPE_CALLS
+            for argument in child.args:
+                skipped.update(_int_literals(argument) if ints_only else ())
+            for keyword in child.keywords:
+                if keyword.arg in SHAPE_KEYWORDS:
+                    skipped.update(id(inner) for inner in ast.walk(keyword.value))
+    return skipped
+
+
+def _int_literals(node: ast.AST) -> set[int]:
+    return {
+        id(inner)
+        for inner in ast.walk(node)
+        if isinstance(inner, ast.Constant) and type(inner.value) is int
+    }

@@ -340,3 +340,281 @@ class MaskedFill(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (mask,) = ctx.saved_tensors
         return grad.masked_fill(mask, 0.0), None
+
+
+# --- values past [-1, 1] -----------------------------------------------------------------------
+
+
+class HardSigmoidForgotUpperMask(torch.autograd.Function):
+    """torch's hardsigmoid; backward masks x > -3 but forgets x < 3, wrong only past 3."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.nn.functional.hardsigmoid(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * (x > -3).to(grad.dtype) / 6
+
+
+class HardSigmoid(torch.autograd.Function):
+    """torch's hardsigmoid, backward right on both sides of its branch points at -3 and 3."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.nn.functional.hardsigmoid(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * ((x > -3) & (x < 3)).to(grad.dtype) / 6
+
+
+class ReLU6ForgotUpperMask(torch.autograd.Function):
+    """torch's relu6 (no literal 6 in the source); backward forgets the cap at 6."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.nn.functional.relu6(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * (x > 0).to(grad.dtype)
+
+
+class ClampForgotMask(torch.autograd.Function):
+    """x clamped to [min, max]; backward passes every element's gradient, clamped or not."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, min: float, max: float) -> torch.Tensor:
+        return x.clamp(min, max)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        return grad, None, None
+
+
+class LeakyReLUHardCodesSlope(torch.autograd.Function):
+    """leaky_relu(x, slope); backward hard-codes the default slope 0.01 instead of ctx's."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, slope: float = 0.01) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.nn.functional.leaky_relu(x, slope)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        return torch.where(x > 0, grad, 0.01 * grad), None
+
+
+class PowerHardCodesDegree(torch.autograd.Function):
+    """x ** degree; backward hard-codes the default degree 3."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, degree: int = 3) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x**degree
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x**2, None
+
+
+class Shapes(torch.autograd.Function):
+    """Compares row sums of 64 with 0: 64 and the dim are sizes, not values of x, and the
+    factor 2 is no branch point (read, never run)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        rows = x.view(-1, 64)
+        return 2 * rows * (rows.sum(1, keepdim=True)[..., 0] > 0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+class LinearTanhForgotTanhForBias(torch.autograd.Function):
+    """tanh(x @ weight.T + bias), bias None by default; bias's gradient forgets tanh'."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        z = x @ weight.t()
+        y = torch.tanh(z if bias is None else z + bias)
+        ctx.save_for_backward(x, weight, y)
+        ctx.has_bias = bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, weight, y = ctx.saved_tensors
+        dz = grad * (1 - y * y)
+        return dz @ weight, dz.t() @ x, grad.sum(0) if ctx.has_bias else None
+
+
+class LinearTanh(torch.autograd.Function):
+    """tanh(x @ weight.T + bias), bias None by default; every gradient right."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        z = x @ weight.t()
+        y = torch.tanh(z if bias is None else z + bias)
+        ctx.save_for_backward(x, weight, y)
+        ctx.has_bias = bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, weight, y = ctx.saved_tensors
+        dz = grad * (1 - y * y)
+        return dz @ weight, dz.t() @ x, dz.sum(0) if ctx.has_bias else None
+
+
+class AddThenScale(torch.autograd.Function):
+    """(x + residual) * weight, weight per feature (its gradient summed to its shape), the
+    residual never broadcast: a broadcast residual beside a full-size weight is no case of it."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor
+    ) -> torch.Tensor:
+        ctx.save_for_backward(x, residual, weight)
+        return (x + residual) * weight
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x, residual, weight = ctx.saved_tensors
+        h = x + residual
+        dh = grad * weight
+        dw = (grad * h).reshape(-1, h.shape[-1]).sum(0)
+        return dh, dh, dw
+
+
+class MeanUnsqueezesLast(torch.autograd.Function):
+    """x.mean(dim); backward unsqueezes the last dim whatever dim is: it raises for dim=0."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        ctx.shape, ctx.dim = x.shape, dim
+        return x.mean(dim)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        size = ctx.shape[ctx.dim]
+        return grad.unsqueeze(-1).expand(ctx.shape) / size, None
+
+
+class MeanKeepdimForgetsDivision(torch.autograd.Function):
+    """x.mean(-1, keepdim); backward divides by the size only without keepdim."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, keepdim: bool = False) -> torch.Tensor:
+        ctx.shape, ctx.keepdim = x.shape, keepdim
+        return x.mean(-1, keepdim=keepdim)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        if ctx.keepdim:
+            return grad.expand(ctx.shape), None
+        return grad.unsqueeze(-1).expand(ctx.shape) / ctx.shape[-1], None
+
+
+class RMSNormForgotEps(torch.autograd.Function):
+    """x / sqrt(mean(x^2) + eps) over the last dim; backward drops eps from the reciprocal
+    root, invisible at its default of 1e-5 (a relative error of about 1e-5)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True))
+        return r * (grad - x * r * r * (grad * x).mean(-1, keepdim=True)), None
+
+
+class ClipToLevels(torch.autograd.Function):
+    """x clipped to [-qn, qp], the two levels numbers: torch.clamp takes two numbers or two
+    tensors, never one of each, so trying them as numbers one at a time never runs."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, qn: Any, qp: Any) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.qn, ctx.qp = qn, qp
+        return torch.clamp(x, -qn, qp)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (x,) = ctx.saved_tensors
+        return grad * ((x >= -ctx.qn) & (x <= ctx.qp)).to(grad.dtype), None, None
+
+
+class SoftThreshold(torch.autograd.Function):
+    """x where x > threshold, else 0; backward right on both sides of the threshold."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, threshold: float = 20.0) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.threshold = threshold
+        return torch.where(x > threshold, x, torch.zeros_like(x))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        return grad * (x > ctx.threshold).to(grad.dtype), None
+
+
+class MulForgotConjForZ(torch.autograd.Function):
+    """z * w; backward conjugates for w's gradient but forgets to for z's. Only backward
+    shows that complex inputs are meant."""
+
+    @staticmethod
+    def forward(ctx: Any, z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(z, w)
+        return z * w
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z, w = ctx.saved_tensors
+        return grad * w, grad * z.conj()
+
+
+class WeightedByList(torch.autograd.Function):
+    """x times the sum of a list of weights, annotated `list[float]`: a list, never a tensor."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weights: list[float]) -> torch.Tensor:
+        ctx.total = float(sum(weights))
+        return x * ctx.total
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad * ctx.total, None
+
+
+class Angle(torch.autograd.Function):
+    """The angle of a complex z, atan2(imag, real): forward takes complex numbers only."""
+
+    @staticmethod
+    def forward(ctx: Any, z: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(z)
+        return torch.atan2(z.imag, z.real)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (z,) = ctx.saved_tensors
+        # d angle = Im(dz / z): the conjugate Wirtinger gradient is grad * i / conj(z)
+        return grad * 1j / z.conj()
