@@ -153,3 +153,29 @@ def test_an_unreduced_gradient_with_wrong_values_is_not_called_right(run_spec, f
 def test_a_reduced_broadcast_gradient_passes_backward_quietly(run_spec, only):
     report = run(run_spec, "BiasAddKeepsFirstRow", BIAS, "[backward]")
     assert only(report, check="backward").status.value == "pass"
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [("PolarUnreducedAngle", "the gradient it delivers is right"),
+     ("PolarUnreducedAngleNegated", "does not match central differences either")],
+)  # fmt: skip
+def test_an_unreduced_gradient_into_a_complex_output_is_judged_on_the_whole_output(
+    run_spec, only, recwarn, name, words
+):
+    # r * exp(i theta): the loss a complex output's gradient is taken of is Re <v, y>, whose
+    # imaginary part dropped would call a wrong gradient right (and warn from our code).
+    report = run_spec(
+        f"""
+        target: tests.functions.complex_functions:{name}
+        checks: {NUMERICAL}
+        cases:
+          - name: polar
+            inputs: [{{shape: [3, 5]}}, {{shape: [5]}}]
+        """
+    )
+    result = only(report, check="backward")
+
+    assert (result.status.value, result.input_name) == ("warn", "theta")
+    assert words in result.message
+    assert not [w for w in recwarn if "discards the imaginary part" in str(w.message)]

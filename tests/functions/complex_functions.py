@@ -189,3 +189,35 @@ class AbsRealGradient(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (z,) = ctx.saved_tensors
         return (grad * z / z.abs()).real
+
+
+class PolarUnreducedAngle(torch.autograd.Function):
+    """r * exp(i theta), real r and theta, a complex output; the gradient of a broadcast
+    theta is returned unreduced (autograd sums it), its values right."""
+
+    @staticmethod
+    def forward(ctx: Any, r: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        y = r * torch.exp(1j * theta)
+        ctx.save_for_backward(r, theta)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r, theta = ctx.saved_tensors
+        turn = torch.exp(1j * theta)
+        return (grad * turn.conj()).real, (grad * (-1j) * (r * turn).conj()).real
+
+
+class PolarUnreducedAngleNegated(torch.autograd.Function):
+    """PolarUnreducedAngle whose unreduced gradient of theta has the wrong sign."""
+
+    @staticmethod
+    def forward(ctx: Any, r: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(r, theta)
+        return r * torch.exp(1j * theta)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r, theta = ctx.saved_tensors
+        turn = torch.exp(1j * theta)
+        return (grad * turn.conj()).real, -(grad * (-1j) * (r * turn).conj()).real

@@ -106,8 +106,8 @@ def _delivered_is_right(
     except (UserCodeError, RuntimeError):
         return False
     numerical = (plus - minus) / (2 * eps)
-    delivered = grad.detach().to(torch.float64).sum_to_size(base.shape)
-    analytical = float((delivered * direction).sum())
+    delivered = _widened(grad.detach()).sum_to_size(base.shape)
+    analytical = float((delivered.conj() * direction).real.sum())  # Re<g, v>: complex g too
     tolerance = context.tolerance.atol + context.tolerance.rtol * abs(numerical)
     return abs(analytical - numerical) <= tolerance
 
@@ -119,7 +119,8 @@ def _weighted_output(
     value: torch.Tensor,
     grad_outputs: Sequence[torch.Tensor | None],
 ) -> float:
-    """Σ grad_output · output at the arguments with argument `index` set to `value`."""
+    """Re Σ conj(grad_output) · output at the arguments with argument `index` set to
+    `value`: the real loss whose gradient backward gives, complex outputs too."""
     perturbed = list(arguments)
     perturbed[index] = value
     with torch.no_grad():
@@ -127,6 +128,11 @@ def _weighted_output(
     total = 0.0
     for output, grad_output in zip(produced, grad_outputs, strict=False):
         if isinstance(output, torch.Tensor) and grad_output is not None:
-            weights = grad_output.to(torch.float64)
-            total += float((output.detach().to(torch.float64) * weights).sum())
+            weighted = _widened(grad_output).conj() * _widened(output.detach())
+            total += float(weighted.real.sum())
     return total
+
+
+def _widened(tensor: torch.Tensor) -> torch.Tensor:
+    """float64, or complex128 for a complex tensor (never its real part alone)."""
+    return tensor.to(torch.complex128 if tensor.is_complex() else torch.float64)
