@@ -185,6 +185,13 @@ def test_parameters_backward_leaves_none_become_numbers_together() -> None:
     assert chosen["qn"] == chosen["qp"] == ("number", 0.5)
 
 
+def test_a_parameter_forward_sums_as_a_list_gets_a_list_without_annotation() -> None:
+    weights = inferred("WeightedByUnannotatedList").choices[1]
+
+    assert (weights.kind, weights.value) == ("number", (0.5, 2))
+    assert zero_config("WeightedByUnannotatedList").passed
+
+
 def test_a_list_annotation_gets_a_list() -> None:
     weights = inferred("WeightedByList").choices[1]
 
@@ -260,6 +267,11 @@ def test_a_function_of_complex_numbers_only_gets_complex_inputs() -> None:
 
     assert (z.kind, z.dtype) == ("tensor", "complex128")
     assert zero_config("Angle").passed
+
+
+def test_a_real_part_taken_in_backward_is_a_complex_output_not_complex_inputs() -> None:
+    assert "complex128" not in labels("FourierOfReal")
+    assert zero_config("FourierOfReal").passed
 
 
 def test_no_complex_case_without_a_sign_of_complex_numbers() -> None:

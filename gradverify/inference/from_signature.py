@@ -21,7 +21,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.probe import NOT_FINITE, STAGES, ProbeOutcome, probe
-from gradverify.inference.source import SourceFacts, handles_complex, is_mask, read_forward
+from gradverify.inference.source import (
+    SourceFacts,
+    conjugates_complex_inputs,
+    is_mask,
+    read_forward,
+)
 
 if TYPE_CHECKING:
     from gradverify.spec.models import FunctionSpec
@@ -33,6 +38,8 @@ BIAS_NAMES = re.compile(r"(^|_)(b|bias|offset)($|_)", re.IGNORECASE)
 # A number forward gets when nothing says which: 0.5 exercises a clamp bound inside the
 # inputs' range; 2 where a fraction gives nan (a power of a negative) or an int is needed.
 NUMBERS = (0.5, 2)
+# Where forward takes no number there either, a list of them (`sum(weights)`).
+LISTED = "backward returns None for it, and forward takes a list of numbers"
 # A float without a default gets 0.5, not 1.0: a factor of 1 hides a backward that forgets
 # to multiply by it (`grad * f'(x)` where `grad * scale * f'(x)` belongs).
 SCALAR_TYPES = {"int": 1, "float": NUMBERS[0], "bool": True, "str": ""}
@@ -329,13 +336,13 @@ def _written(target: Target, index: int) -> bool:
 
 def source_facts(target: Target) -> SourceFacts:
     """What forward's source shows of its parameters (indices, complex numbers); complex
-    numbers in backward's too."""
+    inputs where backward conjugates them too."""
     forward = getattr(target.obj, "forward", target.obj) if target.is_function else target.obj
     if target.op is not None:
         return SourceFacts()
     facts = read_forward(forward, tuple(target.parameters), annotations_of(target))
     backward = getattr(target.obj, "backward", None) if target.is_function else None
-    if not facts.complex and handles_complex(backward):
+    if not facts.complex and conjugates_complex_inputs(backward):
         return replace(facts, complex=True)
     return facts
 
@@ -437,7 +444,8 @@ class _Search:
                 if tried.stage == "done" and not tried.wrong_shape:
                     return trial
         for index in flexible:
-            for alternative in _numbers(choices[index], reason):
+            listed = Choice(choices[index].name, NUMBER, value=NUMBERS, reason=LISTED)
+            for alternative in [*_numbers(choices[index], reason), listed]:
                 trial = [*choices[:index], alternative, *choices[index + 1 :]]
                 tried = self._probe(trial)
                 if tried.stage == "done" and not tried.wrong_shape:

@@ -97,18 +97,27 @@ def read_forward(
     return SourceFacts(frozenset(indices), complex_used)
 
 
-def handles_complex(function: Any) -> bool:
-    """Whether `function`'s own source conjugates or takes complex numbers apart (`.conj()`,
-    `.real`, `view_as_real`): read in backward too, where a gradient for complex inputs
-    conjugates though forward (`z * w`) shows nothing."""
+def complex_marks(function: Any) -> frozenset[str]:
+    """How `function`'s own source handles complex numbers: the marks of COMPLEX_MARKS it
+    calls (`conj`, `view_as_real`) or reads (`.real`, `.imag`)."""
     node = parsed_function(function) if function is not None else None
     if node is None:
-        return False
-    return any(
-        (isinstance(child, ast.Call) and _called_name(child) in COMPLEX_MARKS)
-        or (isinstance(child, ast.Attribute) and child.attr in ("real", "imag"))
-        for child in own_nodes(node)
-    )
+        return frozenset()
+    found = set()
+    for child in own_nodes(node):
+        if isinstance(child, ast.Call) and _called_name(child) in COMPLEX_MARKS:
+            found.add(_called_name(child))
+        elif isinstance(child, ast.Attribute) and child.attr in ("real", "imag"):
+            found.add(child.attr)
+    return frozenset(found)
+
+
+def conjugates_complex_inputs(backward: Any) -> bool:
+    """Whether a backward conjugates (`grad * w.conj()`: a gradient for complex inputs, though
+    forward, `z * w`, shows nothing) without taking a real part (`.real`: the gradient of a
+    real input of a complex output)."""
+    marks = complex_marks(backward)
+    return bool(marks & {"conj", "conj_physical"}) and not marks & {"real", "imag", "view_as_real"}
 
 
 def by_name(parameter: str) -> bool:

@@ -618,3 +618,30 @@ class Angle(torch.autograd.Function):
         (z,) = ctx.saved_tensors
         # d angle = Im(dz / z): the conjugate Wirtinger gradient is grad * i / conj(z)
         return grad * 1j / z.conj()
+
+
+class FourierOfReal(torch.autograd.Function):
+    """The DFT of a real x, a complex output; backward takes the real part for the real x
+    (a sign of a complex output, not of complex inputs, which forward is not written for)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return torch.fft.fft(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return (torch.fft.ifft(grad) * grad.shape[-1]).real
+
+
+class WeightedByUnannotatedList(torch.autograd.Function):
+    """x times the sum of `weights`, a list without an annotation: backward's None for it,
+    and forward taking a list but no number, say so."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weights: Any) -> torch.Tensor:
+        ctx.total = float(sum(weights))
+        return x * ctx.total
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad * ctx.total, None
