@@ -161,6 +161,21 @@ def test_a_result_marked_as_the_same_finding_joins_the_earlier_checks_annotation
     ]
 
 
+def test_a_check_with_two_results_of_one_finding_is_named_once_in_the_title():
+    # gradcheck's finding on the real and on the imaginary part of one complex argument
+    report = Report(
+        (
+            make(check="finite_difference", message="conjugate missing", same_as=None),
+            make(check="gradcheck", message="real part", same_as="finite_difference"),
+            make(check="gradcheck", message="imaginary part", same_as="finite_difference"),
+        )
+    )
+    commands = parse(render(report))
+    assert [c.properties["title"] for c in commands] == [
+        "gradverify finite_difference, gradcheck: pkg.ops:Fn[vector]"
+    ]
+
+
 def test_a_result_without_a_spec_file_is_annotated_without_a_location():
     (command,) = parse(render(Report((make(spec_file=None, spec_line=None, message="boom"),))))
     assert command.properties == {"title": "gradverify backward: pkg.ops:Fn[vector]"}

@@ -56,7 +56,9 @@ def _findings(report: Report) -> list[tuple[list[str], Result]]:
         )
         keys.setdefault((result.target, result.case, result.check), key)
         if key in findings:
-            findings[key][0].append(result.check)
+            checks = findings[key][0]
+            if result.check not in checks:  # a check's two results of one finding: named once
+                checks.append(result.check)
         else:
             findings[key] = ([result.check], result)
     return list(findings.values())
