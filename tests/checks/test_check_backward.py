@@ -114,6 +114,21 @@ def test_wrong_gradient_dtype_fails_backward_although_autograd_hides_it(bugs_rep
     assert only(bugs_report, target=target, check="gradcheck").status.value == "pass"
 
 
+def test_a_complex_gradient_of_a_real_input_is_told_to_take_the_real_part(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {STRUCTURAL}:FourierKeepsComplexGradient
+        checks: [backward]
+        cases: [{{name: vector, inputs: [{{shape: [8]}}]}}]
+        """
+    )
+    result = only(report, check="backward")
+
+    assert result.status.value == "fail"
+    assert "is complex128, but the argument is float64" in result.message
+    assert "`grad.real`" in result.hint and "silently casts" not in result.hint
+
+
 def test_nan_gradient_names_the_element(bugs_report, only):
     result = backward_result(bugs_report, only, "NaNGradient")
     assert result.status.value == "fail"

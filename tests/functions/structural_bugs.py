@@ -201,3 +201,16 @@ class BackwardNotWritten(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
         raise ValueError("not written yet")  # RAISES HERE
+
+
+class FourierKeepsComplexGradient(torch.autograd.Function):
+    """The DFT of a real x; backward returns the complex ifft for the real x, forgetting
+    `.real` (autograd raises on a complex gradient of a real input)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return torch.fft.fft(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return torch.fft.ifft(grad_output) * grad_output.shape[-1]

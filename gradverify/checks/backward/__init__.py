@@ -386,6 +386,12 @@ def _dtype_hint(grad: torch.dtype, argument: torch.dtype) -> str:
             "a real gradient for a complex argument loses its imaginary part (the derivative "
             "with respect to the imaginary part); return a complex gradient, ∂L/∂x + i·∂L/∂y"
         )
+    if grad.is_complex and not argument.is_complex:
+        # autograd refuses it (a real input's gradient must be real), it does not cast
+        return (
+            "a complex gradient for a real argument: autograd raises on it; the gradient of a "
+            "real input of a complex computation is the real part, `grad.real`"
+        )
     return (
         "autograd silently casts it back, hiding the precision lost in backward; compute the "
         "gradient in the argument's dtype"
