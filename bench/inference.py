@@ -25,6 +25,8 @@ TARGETS = [
     "tests.functions.inference:Embedding", "tests.functions.inference:NLLLoss",
     "tests.functions.inference:Log", "tests.functions.inference:ChannelScale",
     "gradverify.examples.swish:Swish", "tests.functions.correct:Mul",
+    "tests.functions.inference:HardSigmoid", "tests.functions.inference:LinearTanh",
+    "tests.functions.inference:RMSNormForgotEps",
 ]  # fmt: skip
 
 

@@ -148,12 +148,18 @@ def test_no_wide_case_without_a_number_past_1() -> None:
 
 
 def test_only_what_is_compared_is_a_branch_point_not_dims_sizes_or_factors() -> None:
-    from tests.functions.inference import ClipToLevels, HardSigmoidForgotUpperMask, Shapes
+    from tests.functions.inference import (
+        ChannelScale,
+        ClipToLevels,
+        HardSigmoidForgotUpperMask,
+        Shapes,
+    )
 
     assert branch_points(Shapes.forward, Shapes.backward).magnitudes == (0.0,)
     assert branch_points(HardSigmoidForgotUpperMask.backward).magnitudes == (3.0,)  # not / 6
     assert branch_points(HardSigmoidForgotUpperMask.forward).magnitudes == (3.0,)  # torch's
     assert {"qn", "qp"} <= branch_points(ClipToLevels.forward).names
+    assert branch_points(ChannelScale.forward).magnitudes == ()  # x.dim() != 4: a shape
 
 
 def test_a_default_compared_with_is_reached_and_a_factor_is_not() -> None:

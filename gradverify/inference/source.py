@@ -45,6 +45,8 @@ BRANCH_POINTS = {
     "hardswish": 3.0,
     "softplus": 20.0,
 }
+# Calls that read a shape: a comparison with one is about the shape, not about values.
+SHAPE_READS = frozenset({"dim", "size", "numel", "len", "ndimension", "nelement"})
 # Calls that branch on the values of their arguments past the first.
 CLAMPS = frozenset({
     "clamp", "clamp_", "clip", "clip_", "hardtanh", "hardtanh_", "threshold", "threshold_",
@@ -218,10 +220,22 @@ def branch_points(*functions: Any) -> BranchPoints:
 def _compared(node: ast.AST) -> list[ast.AST]:
     """The operands `node` branches on: a comparison's sides, a clamp-like call's arguments."""
     if isinstance(node, ast.Compare):
-        return [node.left, *node.comparators]
+        operands: list[ast.AST] = [node.left, *node.comparators]
+        return [] if any(_about_shape(operand) for operand in operands) else operands
     if isinstance(node, ast.Call) and _called_name(node) in CLAMPS:
         return [*node.args, *(keyword.value for keyword in node.keywords)]
     return []
+
+
+def _about_shape(node: ast.AST) -> bool:
+    """An operand that reads a shape, not a value: `x.dim()`, `x.size(0)`, `len(x)`,
+    `x.shape[-1]`, `x.ndim`."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call) and _called_name(inner) in SHAPE_READS:
+            return True
+        if isinstance(inner, ast.Attribute) and inner.attr in ("shape", "ndim"):
+            return True
+    return False
 
 
 def _shape_literals(node: ast.AST) -> set[int]:
