@@ -129,6 +129,22 @@ def test_a_complex_gradient_of_a_real_input_is_told_to_take_the_real_part(run_sp
     assert "`grad.real`" in result.hint and "silently casts" not in result.hint
 
 
+def test_a_backward_that_fails_leaves_layouts_not_run_rather_than_blaming_a_branch(run_spec, only):
+    # backward writes the saved output in place: layouts would see the output change
+    # between its runs and blame a branch on needs_input_grad
+    report = run_spec(
+        f"""
+        target: {STRUCTURAL}:SigmoidScalesSavedOutputInPlace
+        checks: [backward, layouts]
+        cases: [{{name: vector, inputs: [{{shape: [4]}}]}}]
+        """
+    )
+
+    assert only(report, check="backward").status.value == "fail"
+    layouts = only(report, check="layouts")
+    assert (layouts.status.value, layouts.same_as) == ("skip", "backward")
+
+
 def test_nan_gradient_names_the_element(bugs_report, only):
     result = backward_result(bugs_report, only, "NaNGradient")
     assert result.status.value == "fail"

@@ -214,3 +214,20 @@ class FourierKeepsComplexGradient(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
         return torch.fft.ifft(grad_output) * grad_output.shape[-1]
+
+
+class SigmoidScalesSavedOutputInPlace(torch.autograd.Function):
+    """sigmoid(x) saved as forward's output; backward turns it into y * (1 - y) in place,
+    changing the output the caller holds (autograd then refuses the saved tensor)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        y = torch.sigmoid(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        y.mul_(1 - y)
+        return grad_output * y
