@@ -92,7 +92,7 @@ def test_a_bug_past_rank_1_is_caught_on_the_inferred_ranks() -> None:
 def test_rank_4_where_forward_needs_nchw() -> None:
     inference = inferred("ChannelScale")
 
-    assert [choice.shape for choice in inference.choices] == [(2, 3, 4, 4), (3,)]
+    assert [choice.shape for choice in inference.choices] == [(2, 3, 4, 5), (3,)]
     assert zero_config("ChannelScale").passed
     assert not zero_config("ChannelScaleForgotSum").passed
 
@@ -160,6 +160,18 @@ def test_only_what_is_compared_is_a_branch_point_not_dims_sizes_or_factors() -> 
     assert branch_points(HardSigmoidForgotUpperMask.forward).magnitudes == (3.0,)  # torch's
     assert {"qn", "qp"} <= branch_points(ClipToLevels.forward).names
     assert branch_points(ChannelScale.forward).magnitudes == ()  # x.dim() != 4: a shape
+
+
+def test_a_module_constant_compared_with_is_a_branch_point() -> None:
+    assert set(failed_cases(zero_config("HuberPastCutForgotten"))) == {
+        "inferred: x [16] in [-7, 7]"
+    }
+
+
+def test_a_string_default_gets_each_other_string_it_is_compared_with() -> None:
+    assert "reduction='sum'" in labels("SquaredErrorSumsAsMean")
+    report = zero_config("SquaredErrorSumsAsMean")
+    assert set(failed_cases(report)) == {"inferred: reduction='sum'"}
 
 
 def test_a_default_compared_with_is_reached_and_a_factor_is_not() -> None:

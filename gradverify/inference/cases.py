@@ -12,11 +12,12 @@ then show. Probing stops at a time budget.
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.from_signature import (
     LITERAL,
@@ -27,7 +28,7 @@ from gradverify.inference.from_signature import (
     source_facts,
 )
 from gradverify.inference.probe import probe
-from gradverify.inference.source import branch_points
+from gradverify.inference.source import BranchPoints, branch_points
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -106,7 +107,7 @@ def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
     yield from _optional_tensors(base)
     if source_facts(target).complex:
         yield _complex(base)
-    yield from _other_defaults(base)
+    yield from _other_defaults(base, _branch_points(target).strings)
 
 
 def _defaults(base: Sequence[Choice]) -> Iterator[Candidate]:
@@ -145,27 +146,54 @@ def _wide(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
 def _literals(target: Target, base: Sequence[Choice]) -> tuple[float, ...]:
     """What forward and backward compare with or clamp to: number literals, and the numbers
     forward gets by default for a parameter compared so (`x > threshold`, threshold=20.0)."""
-    functions = (
-        (getattr(target.obj, "forward", None), getattr(target.obj, "backward", None))
-        if target.is_function
-        else (target.obj,)
-    )
+    functions = _own_methods(target)
     points = branch_points(*functions)
     defaults = tuple(
         abs(float(c.value))
         for c in base
         if c.kind == LITERAL and type(c.value) in (int, float) and c.name in points.names
     )
-    return points.magnitudes + defaults
+    return points.magnitudes + defaults + _constants(target, points.names, functions)
 
 
-def _other_defaults(base: Sequence[Choice]) -> Iterator[Candidate]:
+def _own_methods(target: Target) -> tuple[Any, ...]:
+    """forward and backward of a Function; the callable itself otherwise."""
+    if target.is_function:
+        return (getattr(target.obj, "forward", None), getattr(target.obj, "backward", None))
+    return (target.obj,)
+
+
+def _branch_points(target: Target) -> BranchPoints:
+    return branch_points(*_own_methods(target))
+
+
+def _constants(
+    target: Target, names: frozenset[str], functions: Sequence[Any]
+) -> tuple[float, ...]:
+    """The numbers that names compared with hold as constants of the Function's class or
+    of its module (`CUT = 5.0`, `x.abs() > CUT`), as the source reads them."""
+    scopes = [vars(target.obj) if target.is_function and isinstance(target.obj, type) else {}]
+    scopes += [getattr(inspect.unwrap(f), "__globals__", {}) for f in functions if f is not None]
+    found = []
+    for name in names:
+        value = next((scope[name] for scope in scopes if name in scope), None)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            found.append(abs(float(value)))
+    return tuple(found)
+
+
+def _other_defaults(
+    base: Sequence[Choice], strings: frozenset[tuple[str, str]] = frozenset()
+) -> Iterator[Candidate]:
     """A second value for each other number or bool forward gets by default (a slope of
     0.01, 8 bits, keepdim=False): a backward that hard-codes the default passes on it alone.
     An epsilon gets a large one, where a backward that forgets it shows."""
     for index, choice in enumerate(base):
         value = choice.value
         if choice.kind != LITERAL or choice.name in DIM_NAMES:
+            continue
+        if type(value) is str:
+            yield from _other_strings(base, index, strings)
             continue
         other: float | bool
         if type(value) is bool:
@@ -182,6 +210,20 @@ def _other_defaults(base: Sequence[Choice]) -> Iterator[Candidate]:
         changed = Choice(choice.name, NUMBER, value=other, reason=reason)
         label = f"{choice.name}={other!r}"
         yield Candidate(label, [*base[:index], changed, *base[index + 1 :]])
+
+
+def _other_strings(
+    base: Sequence[Choice], index: int, strings: frozenset[tuple[str, str]]
+) -> Iterator[Candidate]:
+    """Each other string forward or backward compares a string default with
+    (`reduction == "sum"` beside reduction="mean"): a path the default never takes."""
+    choice = base[index]
+    for name, text in sorted(strings):
+        if name != choice.name or text == choice.value:
+            continue
+        reason = f"a second value beside the default {choice.value!r}"
+        changed = Choice(choice.name, NUMBER, value=text, reason=reason)
+        yield Candidate(f"{choice.name}={text!r}", [*base[:index], changed, *base[index + 1 :]])
 
 
 def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:

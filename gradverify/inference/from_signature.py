@@ -59,7 +59,8 @@ SCALAR_NAMES: dict[str, Any] = {
 ELEMENTWISE = (4,)
 LINEAR_INPUT, LINEAR_WEIGHT, LINEAR_BIAS = (2, 4), (3, 4), (3,)
 SQUARE = (3, 3)
-NCHW, CHANNELS = (2, 3, 4, 4), (3,)  # where forward wants a batch of images
+# Where forward wants a batch of images: H ≠ W, so that a backward mixing them up shows.
+NCHW, CHANNELS = (2, 3, 4, 5), (3,)
 LAYOUTS: tuple[tuple[int, ...] | str, ...] = (ELEMENTWISE, "linear", SQUARE, "nchw")
 # An index tensor: longer than what it indexes, so that its values repeat.
 INDEX_SHAPES: dict[Any, tuple[int, ...]] = {ELEMENTWISE: (6,), "linear": LINEAR_INPUT[:1]}
@@ -115,6 +116,8 @@ def kind_of(value: Any) -> str:
     """What an inferred literal is, in a word: a number, a bool (True) or a list ([-1])."""
     if isinstance(value, tuple):
         return "list"
+    if isinstance(value, str):
+        return "string"
     return "bool" if isinstance(value, bool) else "number"
 
 

@@ -22,6 +22,10 @@ INDEX_CALLS = {
     "scatter_add": (2, "index"), "nll_loss": (1, "target"), "cross_entropy": (1, "target"),
     "one_hot": (0, "tensor"), "bincount": (0, "input"),
     "masked_fill": (1, "mask"), "masked_select": (1, "mask"), "masked_scatter": (1, "mask"),
+    # the in-place spellings, as methods of the tensor written into
+    "index_add_": (2, "index"), "index_copy_": (2, "index"), "index_fill_": (2, "index"),
+    "scatter_add_": (2, "index"), "scatter_": (2, "index"), "scatter_reduce_": (2, "index"),
+    "masked_fill_": (1, "mask"), "masked_scatter_": (1, "mask"),
 }  # fmt: skip
 # Names that conventionally hold indices or class labels.
 INDEX_NAMES = re.compile(
@@ -188,6 +192,8 @@ class BranchPoints:
 
     magnitudes: tuple[float, ...] = ()
     names: frozenset[str] = field(default_factory=frozenset)
+    # (name, text) for each string a name is compared with: `reduction == "sum"`
+    strings: frozenset[tuple[str, str]] = field(default_factory=frozenset)
 
 
 def branch_points(*functions: Any) -> BranchPoints:
@@ -196,6 +202,7 @@ def branch_points(*functions: Any) -> BranchPoints:
     `.view(-1, 64)`, `x[..., 2]`)."""
     found: set[float] = set()
     names: set[str] = set()
+    strings: set[tuple[str, str]] = set()
     for function in functions:
         node = parsed_function(function) if function is not None else None
         if node is None:
@@ -204,6 +211,8 @@ def branch_points(*functions: Any) -> BranchPoints:
         for child in own_nodes(node):
             if isinstance(child, ast.Call) and _called_name(child) in BRANCH_POINTS:
                 found.add(BRANCH_POINTS[_called_name(child)])
+            if isinstance(child, ast.Compare):
+                strings |= _compared_strings(child)
             for operand in _compared(child):
                 for inner in ast.walk(operand):
                     if isinstance(inner, ast.Constant) and id(inner) not in skipped:
@@ -214,7 +223,24 @@ def branch_points(*functions: Any) -> BranchPoints:
                         names.add(inner.id)
                     elif isinstance(inner, ast.Attribute):
                         names.add(inner.attr)
-    return BranchPoints(tuple(sorted(found)), frozenset(names))
+    return BranchPoints(tuple(sorted(found)), frozenset(names), frozenset(strings))
+
+
+def _compared_strings(compare: ast.Compare) -> set[tuple[str, str]]:
+    """(name, text) for `reduction == "sum"`, `mode in ("a", "b")`, `ctx.reduction != "mean"`."""
+    operands = [compare.left, *compare.comparators]
+    named = {
+        operand.id if isinstance(operand, ast.Name) else operand.attr
+        for operand in operands
+        if isinstance(operand, ast.Name | ast.Attribute)
+    }
+    texts = {
+        inner.value
+        for operand in operands
+        for inner in ast.walk(operand)
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str)
+    }
+    return {(name, text) for name in named for text in texts}
 
 
 def _compared(node: ast.AST) -> list[ast.AST]:

@@ -645,3 +645,40 @@ class WeightedByUnannotatedList(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         return grad * ctx.total, None
+
+
+HUBER_CUT = 3.0  # a module constant forward compares with
+
+
+class HuberPastCutForgotten(torch.autograd.Function):
+    """x^2 / (2c) up to the module's constant c = HUBER_CUT, then x - c/2; backward gives
+    x / c everywhere, wrong only past the cut."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.where(x > HUBER_CUT, x - HUBER_CUT / 2, x * x / (2 * HUBER_CUT))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * x / HUBER_CUT
+
+
+class SquaredErrorSumsAsMean(torch.autograd.Function):
+    """(input - target)^2 reduced by `reduction` ('mean' by default, or 'sum'); backward
+    divides by the count whatever the reduction."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, input: torch.Tensor, target: torch.Tensor, reduction: str = "mean"
+    ) -> torch.Tensor:
+        ctx.save_for_backward(input, target)
+        squared = (input - target) ** 2
+        return squared.sum() if reduction == "sum" else squared.mean()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+        input, target = ctx.saved_tensors
+        d = 2 * (input - target) * grad / input.numel()
+        return d, -d, None
