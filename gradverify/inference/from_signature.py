@@ -45,6 +45,8 @@ LISTED = "backward returns None for it, and forward takes a list of numbers"
 SCALAR_TYPES = {"int": 1, "float": NUMBERS[0], "bool": True, "str": ""}
 # A list of ints (`int[]` in an op's schema) is most often dims or a shape: [-1] is both.
 LIST_TYPES = {"int[]": (-1,), "float[]": (1.0,), "bool[]": (True,)}
+# `Optional[X]` (or `Union[X, None]`): read as X, as `X | None` is.
+OPTIONAL = re.compile(r"(?:Optional\[([\w.]+)\]|Union\[([\w.]+), None(?:Type)?\])")
 # A Python annotation of a list of numbers, read as the schema's list types above.
 LIST_ANNOTATION = re.compile(r"(?:List|list|Sequence|Tuple|tuple)\[(int|float|bool)(?:, \.\.\.)?\]")
 # An op's schema types, as the annotations above read them (`Tensor?` is a Tensor or None).
@@ -367,9 +369,12 @@ def annotations_of(target: Target) -> dict[str, str]:
         annotation = parameter.annotation
         if annotation is parameter.empty:
             continue
+        spelled = annotation if isinstance(annotation, str) else str(annotation)
         text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
-        listed = _schema_list(annotation if isinstance(annotation, str) else str(annotation))
-        written[name] = listed or text.rsplit(".", 1)[-1].removesuffix(" | None")
+        optional = OPTIONAL.fullmatch(spelled.replace("typing.", ""))
+        if optional:  # Optional[torch.Tensor] -> Tensor, as `torch.Tensor | None` reads
+            text = optional.group(1) or optional.group(2)
+        written[name] = _schema_list(spelled) or text.rsplit(".", 1)[-1].removesuffix(" | None")
     return written
 
 

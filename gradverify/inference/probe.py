@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 NOT_FINITE = "forward's output is not finite"
 STAGES = ("forward", "backward", "done")  # how far a probe got
+RANDOM_SEEDS = (1, 2, 3)  # forward under each: other outputs mean it draws random numbers
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class ProbeOutcome:
     error: str | None = None
     none: tuple[int, ...] = ()  # tensor arguments whose gradient backward left None
     wrong_shape: tuple[int, ...] = ()  # arguments whose gradient has another shape
+    scale: float = 0.0  # the largest magnitude among forward's float outputs
+    random: bool = False  # a second forward on the same inputs gave other outputs
 
 
 def probe(target: Target, choices: Sequence[Choice]) -> ProbeOutcome:
@@ -43,8 +46,11 @@ def probe(target: Target, choices: Sequence[Choice]) -> ProbeOutcome:
         tensors = [o for o in items if isinstance(o, torch.Tensor)]
         if any(o.is_floating_point() and not torch.isfinite(o).all() for o in tensors):
             return ProbeOutcome("forward", NOT_FINITE)
+        floats = [o.detach() for o in tensors if o.is_floating_point() or o.is_complex()]
+        scale = max((float(o.abs().max()) for o in floats if o.numel()), default=0.0)
+        random = _random(target, arguments)
         if not any(o.requires_grad for o in tensors):
-            return ProbeOutcome("done")
+            return ProbeOutcome("done", scale=scale, random=random)
         try:
             gradients = _gradients(target, arguments, items)
         except Exception as error:
@@ -59,7 +65,33 @@ def probe(target: Target, choices: Sequence[Choice]) -> ProbeOutcome:
             none.append(index)
         elif not isinstance(gradient, torch.Tensor) or gradient.shape != argument.shape:
             wrong.append(index)
-    return ProbeOutcome("done", none=tuple(none), wrong_shape=tuple(wrong))
+    return ProbeOutcome("done", None, tuple(none), tuple(wrong), scale, random)
+
+
+def _random(target: Target, arguments: Sequence[Any]) -> bool:
+    """Whether forward gives other outputs on the same inputs under other seeds (dropout, a
+    random slope): such a case's finite differences would measure the noise. Seeded, so
+    that the answer never depends on the state of the generator (the caller's is restored
+    by the probe's fork_rng)."""
+    import torch
+
+    runs = []
+    for seed in RANDOM_SEEDS:
+        torch.manual_seed(seed)
+        try:
+            outputs = target.call(*arguments)
+        except Exception:
+            return False
+        items = outputs if isinstance(outputs, tuple | list) else (outputs,)
+        runs.append([o.detach() for o in items if isinstance(o, torch.Tensor)])
+    first, *others = runs
+    return any(
+        len(run) != len(first)
+        or any(
+            a.shape != b.shape or not torch.equal(a, b) for a, b in zip(first, run, strict=False)
+        )
+        for run in others
+    )
 
 
 def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any]) -> tuple[Any, ...]:

@@ -93,14 +93,25 @@ def read_forward(
             indices.update(_names_in(child.slice) & names)
         elif isinstance(child, ast.Call):
             indices.update(_index_argument(child) & names)
-            if _called_name(child) in COMPLEX_MARKS:
+            if _called_name(child) in COMPLEX_MARKS and _of_parameter(child, names):
                 complex_used = True
         elif isinstance(child, ast.Attribute) and child.attr in ("real", "imag"):
-            complex_used = True
+            complex_used = complex_used or _is_name_in(child.value, names)
     # Only the subscript (w[idx], x[mask]), never the tensor indexed into; and a name must
     # look like indices or a mask, or be given to an index call, to be taken for one.
     indices = {name for name in indices if _looks_like_index(name, node)}
     return SourceFacts(frozenset(indices), complex_used)
+
+
+def _of_parameter(call: ast.Call, names: set[str]) -> bool:
+    """A complex mark applied to a parameter itself (`z.conj()`, `torch.view_as_real(z)`), not
+    to an intermediate (`torch.fft.ifft(...).real` of a real signal is no complex input)."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    return _is_name_in(receiver, names) or any(_is_name_in(a, names) for a in call.args)
+
+
+def _is_name_in(node: ast.AST | None, names: set[str]) -> bool:
+    return isinstance(node, ast.Name) and node.id in names
 
 
 def complex_marks(function: Any) -> frozenset[str]:

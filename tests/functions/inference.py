@@ -4,7 +4,7 @@ must fire without calling it wrong)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -682,3 +682,80 @@ class SquaredErrorSumsAsMean(torch.autograd.Function):
         input, target = ctx.saved_tensors
         d = 2 * (input - target) * grad / input.numel()
         return d, -d, None
+
+
+class CircularConvolution(torch.autograd.Function):
+    """Circular convolution of real signals through the FFT: forward takes `.real` of an
+    intermediate, no sign that x or k are complex."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, k)
+        return torch.fft.ifft(torch.fft.fft(x) * torch.fft.fft(k)).real
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, k = ctx.saved_tensors
+        g = torch.fft.fft(grad)
+        dx = torch.fft.ifft(g * torch.fft.fft(k).conj()).real
+        dk = torch.fft.ifft(g * torch.fft.fft(x).conj()).real
+        return dx, dk
+
+
+class KLTermOfLogVariance(torch.autograd.Function):
+    """The VAE's KL term, -0.5 * sum(1 + lv - mu^2 - exp(lv)) with lv clamped to [-30, 20]:
+    right, but past about 10 its outputs reach exp(20), where central differences measure
+    float64 rounding."""
+
+    @staticmethod
+    def forward(ctx: Any, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+        if mu.shape != logvar.shape:
+            raise ValueError("mu and logvar must have one shape")
+        ctx.save_for_backward(mu, logvar)
+        lv = logvar.clamp(-30.0, 20.0)
+        return -0.5 * torch.sum(1 + lv - mu.pow(2) - lv.exp())
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mu, logvar = ctx.saved_tensors
+        inside = ((logvar >= -30.0) & (logvar <= 20.0)).to(logvar.dtype)
+        lv = logvar.clamp(-30.0, 20.0)
+        return grad * mu, grad * -0.5 * (1 - lv.exp()) * inside
+
+
+class DropoutWhenTraining(torch.autograd.Function):
+    """x * mask / (1 - p) with a random mask when training (False by default), x otherwise:
+    right for the mask it draws, but random, so no finite difference can check it."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, training: bool = False) -> torch.Tensor:
+        if not training:
+            ctx.save_for_backward(torch.ones_like(x))
+            return x.clone()
+        mask = (torch.rand_like(x) > 0.5).to(x.dtype) * 2
+        ctx.save_for_backward(mask)
+        return x * mask
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (mask,) = ctx.saved_tensors
+        return grad * mask, None
+
+
+class ScaleShiftOptionalWeight(torch.autograd.Function):
+    """x * weight + bias, each Optional[torch.Tensor] None by default; backward forgets to
+    scale x's gradient by the weight."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        x: torch.Tensor,
+        weight: Optional[torch.Tensor] = None,  # noqa: UP045 (the spelling under test)
+    ) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        return x if weight is None else x * weight
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        x, weight = ctx.saved_tensors
+        return grad, None if weight is None else grad * x
