@@ -160,7 +160,8 @@ def test_a_clamp_whose_gradient_pushes_back_is_a_surrogate_where_inputs_pass_its
     report, _ = zero_config(f"{TUTORIALS}:ClampWithGrad")
 
     failed = [r for r in report.results if r.status is Status.FAIL]
-    assert failed and {r.check for r in failed} <= {"finite_difference", "gradcheck"}
+    # backward: its gradient depends on grad_output's sign, so it is not linear in it
+    assert failed and {r.check for r in failed} <= {"finite_difference", "gradcheck", "backward"}
     assert all("argument 0 (input)" in r.message for r in failed)
     assert all("gradient: surrogate" in r.hint or "where input" in r.hint for r in failed)
 

@@ -54,7 +54,7 @@ CATALOGUE: tuple[CheckEntry, ...] = (
         implementation="gradverify.checks.backward:BackwardCheck",
         description=(
             "backward returns one well-formed, finite gradient per argument, "
-            "deterministically, without modifying grad_output"
+            "deterministically and linearly in grad_output, without modifying it"
         ),
         about_backward=True,
     ),

@@ -30,8 +30,9 @@ Common failures and fixes:
 Calls your backward with seeded random grad_outputs and judges what it returned itself
 (autograd would quietly cast or reshape some mistakes away): one gradient per forward
 argument (extra trailing Nones are fine), each with its argument's shape, dtype and device,
-no NaN/Inf, grad_output left unmodified, and two runs giving the same gradients within
-`tolerance.nondet_tol`.
+no NaN/Inf, grad_output left unmodified, two runs giving the same gradients within
+`tolerance.nondet_tol`, and (exact mode) a third with grad_output times -2 giving -2
+times them: a derivative is linear in grad_output.
 
 Common failures and fixes:
   - too few or too many gradients: return exactly one value per forward argument, None
@@ -41,7 +42,10 @@ Common failures and fixes:
   - a wrong dtype: cast the gradient back to the argument's dtype (grad.to(x.dtype)).
   - grad_output modified: compute a new tensor instead of writing into grad_output.
   - nondeterministic: random numbers or atomic adds in backward; if intended, raise
-    `nondet_tol` in the spec's `tolerance`.""",
+    `nondet_tol` in the spec's `tolerance`.
+  - not linear in grad_output: backward squares grad_output, takes its abs or sign, or
+    clips it, which gradcheck's one-hot grad_outputs of 1 never show; if the clip is on
+    purpose (gradient clipping), declare `gradient: surrogate`.""",
     "layouts": """\
 Runs each case again with one argument at a time in another layout, and compares the
 outputs and the gradients still asked for with those of the declared layout. Each variant

@@ -145,6 +145,34 @@ def test_a_backward_that_fails_leaves_layouts_not_run_rather_than_blaming_a_bran
     assert (layouts.status.value, layouts.same_as) == ("skip", "backward")
 
 
+@pytest.mark.parametrize("name", ["SquareSquaresGradOutput", "ReLUAbsGradOutput"])
+def test_a_backward_not_linear_in_grad_output_fails(run_spec, only, name):
+    report = run_spec(
+        f"""
+        target: {STRUCTURAL}:{name}
+        checks: [backward]
+        cases: [{{name: vector, inputs: [{{shape: [6]}}]}}]
+        """
+    )
+    result = only(report, check="backward")
+
+    assert (result.status.value, result.input_name) == ("fail", "x")
+    assert "not linear in grad_output" in result.message
+    assert "`gradient: surrogate`" in result.hint
+
+
+def test_a_clipping_surrogate_declared_as_such_is_not_asked_to_be_linear(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {STRUCTURAL}:ReLUAbsGradOutput
+        gradient: surrogate
+        checks: [backward]
+        cases: [{{name: vector, inputs: [{{shape: [6]}}]}}]
+        """
+    )
+    assert only(report, check="backward").status.value == "pass"
+
+
 def test_nan_gradient_names_the_element(bugs_report, only):
     result = backward_result(bugs_report, only, "NaNGradient")
     assert result.status.value == "fail"

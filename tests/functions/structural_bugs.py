@@ -231,3 +231,31 @@ class SigmoidScalesSavedOutputInPlace(torch.autograd.Function):
         (y,) = ctx.saved_tensors
         y.mul_(1 - y)
         return grad_output * y
+
+
+class SquareSquaresGradOutput(torch.autograd.Function):
+    """x^2 whose backward multiplies by grad_output twice: right wherever grad_output is 1."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad_output * grad_output
+
+
+class ReLUAbsGradOutput(torch.autograd.Function):
+    """relu(x) whose backward passes |grad_output|: right wherever grad_output is positive."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad_output.abs() * (x > 0).to(grad_output.dtype)

@@ -70,6 +70,19 @@ class BackwardCheck:
             problems += _nondeterministic(context, self.id, first, again, arguments)
         if problems:
             return problems
+        if context.spec.gradient == "exact":
+            try:
+                scaled = run_backward(
+                    context,
+                    outputs,
+                    arguments,
+                    [s[0].clone() * LINEARITY_SCALE if s else None for s in snapshots],
+                )
+            except UserCodeError as error:
+                return [crash_result(context, self.id, error)]
+            problems += _nonlinear(context, self.id, first, scaled)
+            if problems:
+                return problems
         crash = _partial_use_crash(context, self.id, outputs, arguments, snapshots)
         if crash is not None:
             return [crash]
@@ -334,6 +347,66 @@ def _modified_grad_outputs(
                 )
             )
     return problems
+
+
+# grad_output's scale for the linearity run: negative (an abs or a sign shows) and a power of
+# two (scaling by it is exact, so a linear backward gives the same values to the last bit),
+# larger than 1 (a smaller one sends float16 gradients into subnormals, which round).
+LINEARITY_SCALE = -2.0
+
+
+def _nonlinear(
+    context: CaseContext, check: str, first: Gradients, scaled: Gradients
+) -> list[Result]:
+    """A vector-Jacobian product scales with the vector: backward(s·v) = s·backward(v). One
+    that squares grad_output, takes its abs or clips it agrees with finite differences
+    wherever grad_output is one-hot with a 1, as gradcheck's are, and is wrong for any other."""
+    for index, (one, two) in enumerate(zip(first, scaled, strict=False)):
+        if not isinstance(one, torch.Tensor) or not isinstance(two, torch.Tensor):
+            continue
+        if one.shape != two.shape or one.is_complex() != two.is_complex():
+            continue
+        expected = one.detach().to(_wide_dtype(one)) * LINEARITY_SCALE
+        got = two.detach().to(_wide_dtype(two))
+        tolerance = context.tolerance
+        # each run may carry the nondeterminism the spec admits
+        allowed = (tolerance.atol + tolerance.rtol * expected.abs()) + tolerance.nondet_tol * (
+            1 + abs(LINEARITY_SCALE)
+        )
+        off = (got - expected).abs() > allowed
+        if not bool(off.any()):
+            continue
+        flat = int(torch.argmax(((got - expected).abs() - allowed).reshape(-1)).item())
+        element = unravel(flat, one.shape)
+        return [
+            context.result(
+                check,
+                Status.FAIL,
+                f"backward is not linear in grad_output: with grad_output times -2, the "
+                f"gradient of {context.describe_argument(index)} at element {list(element)} is "
+                f"{_item(got, flat):.6g}, not -2 times {_item(one, flat):.6g} "
+                f"({int(off.sum())} of {off.numel()} entries)",
+                input_index=index,
+                element=element,
+                analytical=_item(got, flat),
+                numerical=_item(expected, flat),
+                value_labels=("returned", "linear would be"),
+                hint="a gradient scales with grad_output, as every derivative does: likely "
+                "grad_output squared, its abs or sign, or a clip of it in backward (gradcheck's "
+                "one-hot grad_outputs of 1 hide it); if that is on purpose (gradient clipping), "
+                "declare `gradient: surrogate`",
+            )
+        ]
+    return []
+
+
+def _wide_dtype(tensor: torch.Tensor) -> torch.dtype:
+    return torch.complex128 if tensor.is_complex() else torch.float64
+
+
+def _item(tensor: torch.Tensor, flat: int) -> Any:
+    value = tensor.detach().reshape(-1)[flat].item()
+    return value.real if isinstance(value, complex) else value
 
 
 def _nondeterministic(
