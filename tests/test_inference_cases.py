@@ -233,6 +233,17 @@ def test_an_optional_tensor_annotation_gets_a_tensor_too() -> None:
     assert set(failed_cases(zero_config("ScaleShiftOptionalWeight"))) == {"inferred: weight [4]"}
 
 
+def test_a_mask_that_is_none_by_default_gets_a_bool_mask() -> None:
+    (label, choices) = next(c for c in inferred("MaskedSumIgnoresMask").extra if "mask" in c[0])
+    assert (label, choices[1].dtype) == ("mask [4]", "bool")
+    assert set(failed_cases(zero_config("MaskedSumIgnoresMask"))) == {"inferred: mask [4]"}
+
+
+def test_a_linear_input_gets_a_batch_dim() -> None:
+    assert "x [2, 2, 4]" in labels("LinearBatchUsesLastRow")
+    assert set(failed_cases(zero_config("LinearBatchUsesLastRow"))) == {"inferred: x [2, 2, 4]"}
+
+
 # --- bools and epsilons ----------------------------------------------------------------------
 
 

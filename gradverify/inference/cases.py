@@ -28,7 +28,7 @@ from gradverify.inference.from_signature import (
     source_facts,
 )
 from gradverify.inference.probe import probe
-from gradverify.inference.source import BranchPoints, branch_points
+from gradverify.inference.source import BranchPoints, branch_points, is_mask
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -110,6 +110,7 @@ def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
     yield from _defaults(base)
     yield from _wide(target, base)
     yield from _ranks_and_dims(base)
+    yield from _batched(base)
     yield from _broadcasts(base)
     yield from _optional_tensors(base)
     if source_facts(target).complex:
@@ -215,8 +216,15 @@ def _other_defaults(
             continue
         reason = f"a second value beside the default {value!r}"
         changed = Choice(choice.name, NUMBER, value=other, reason=reason)
-        label = f"{choice.name}={other!r}"
+        label = f"{choice.name}={_shown(other)}"
         yield Candidate(label, [*base[:index], changed, *base[index + 1 :]])
+
+
+def _shown(value: object) -> str:
+    """A value as a case's label shows it: 0.666667 for 2/3, 2.0, True, 9."""
+    if isinstance(value, float):
+        return repr(float(f"{value:.6g}"))
+    return repr(value)
 
 
 def _other_strings(
@@ -237,7 +245,8 @@ def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
     """A tensor for each parameter that is None by default and named like a bias or
     annotated a Tensor (forward's `bias=None`): its gradient is otherwise never checked.
     Shaped as a Linear's bias (the weight's rows), else as the last dim of the first tensor
-    (a per-feature bias); a misbehaving gradient of it is a finding."""
+    (a per-feature bias); a misbehaving gradient of it is a finding. One named like a mask
+    (`mask=None`) gets a bool mask of the first tensor's shape."""
     first = _first_float(base)
     if first is None or not first.shape:
         return
@@ -246,7 +255,17 @@ def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
     # backward's sake: a misfit there is not the new tensor's to answer for.
     bent = any(_is_float_tensor(c) and not c.shape for c in base)
     for index, choice in enumerate(base):
-        if choice.kind != LITERAL or choice.value is not None or not choice.optional_tensor:
+        if choice.kind != LITERAL or choice.value is not None:
+            continue
+        if is_mask(choice.name):  # `mask=None`: a bool mask shaped like what it masks
+            given = Choice(
+                choice.name, TENSOR, first.shape, None, "a mask where None is the default",
+                False, "bool", 0, 1,
+            )  # fmt: skip
+            changed = [*base[:index], given, *base[index + 1 :]]
+            yield Candidate(f"{choice.name} {list(first.shape)}", changed)
+            continue
+        if not choice.optional_tensor:
             continue
         for size in dict.fromkeys([*weights[:1], first.shape[-1]]):
             given = Choice(
@@ -255,6 +274,19 @@ def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
             label = f"{choice.name} [{size}]"
             changed = [*base[:index], given, *base[index + 1 :]]
             yield Candidate(label, changed, lenient=() if bent else (index,))
+
+
+def _batched(base: Sequence[Choice]) -> Iterator[Candidate]:
+    """A leading batch dim for a matrix first tensor beside tensors of other shapes (a
+    Linear's input [2, 4] with its weight [3, 4] -> input [2, 2, 4]): a backward that
+    assumes two dims (`grad.t() @ x`, `grad[-1]`) is wrong there."""
+    first = _first_float(base)
+    if first is None or len(first.shape) != 2 or all(_like(c, first) for c in base if c.shape):
+        return
+    shape = (2, *first.shape)
+    batched = [replace(c, shape=shape) if _like(c, first) else c for c in base]
+    name = f"{first.name} {list(shape)}"
+    yield Candidate(name, batched, proves=name)
 
 
 def _ranks_and_dims(base: Sequence[Choice]) -> Iterator[Candidate]:

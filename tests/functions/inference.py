@@ -759,3 +759,33 @@ class ScaleShiftOptionalWeight(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         x, weight = ctx.saved_tensors
         return grad, None if weight is None else grad * x
+
+
+class MaskedSumIgnoresMask(torch.autograd.Function):
+    """The sum of x where mask (None by default: everywhere); backward ignores the mask."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        ctx.shape = x.shape
+        return x.sum() if mask is None else (x * mask).sum()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad.expand(ctx.shape), None
+
+
+class LinearBatchUsesLastRow(torch.autograd.Function):
+    """x @ weight.T for any leading dims; with a batch dim, weight's gradient uses the last
+    batch entry only."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        return x @ weight.t()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, weight = ctx.saved_tensors
+        if grad.dim() == 3:
+            return grad @ weight, grad[-1].t() @ x[-1]
+        return grad @ weight, grad.t() @ x
