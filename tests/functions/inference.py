@@ -345,20 +345,6 @@ class MaskedFill(torch.autograd.Function):
 # --- values past [-1, 1] -----------------------------------------------------------------------
 
 
-class HardSigmoidForgotUpperMask(torch.autograd.Function):
-    """torch's hardsigmoid; backward masks x > -3 but forgets x < 3, wrong only past 3."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return torch.nn.functional.hardsigmoid(x)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return grad * (x > -3).to(grad.dtype) / 6
-
-
 class HardSigmoid(torch.autograd.Function):
     """torch's hardsigmoid, backward right on both sides of its branch points at -3 and 3."""
 
@@ -371,6 +357,15 @@ class HardSigmoid(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (x,) = ctx.saved_tensors
         return grad * ((x > -3) & (x < 3)).to(grad.dtype) / 6
+
+
+class HardSigmoidForgotUpperMask(HardSigmoid):
+    """torch's hardsigmoid; backward masks x > -3 but forgets x < 3, wrong only past 3."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * (x > -3).to(grad.dtype) / 6
 
 
 class ReLU6ForgotUpperMask(torch.autograd.Function):
@@ -441,26 +436,6 @@ class Shapes(torch.autograd.Function):
         return grad
 
 
-class LinearTanhForgotTanhForBias(torch.autograd.Function):
-    """tanh(x @ weight.T + bias), bias None by default; bias's gradient forgets tanh'."""
-
-    @staticmethod
-    def forward(
-        ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        z = x @ weight.t()
-        y = torch.tanh(z if bias is None else z + bias)
-        ctx.save_for_backward(x, weight, y)
-        ctx.has_bias = bias is not None
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        x, weight, y = ctx.saved_tensors
-        dz = grad * (1 - y * y)
-        return dz @ weight, dz.t() @ x, grad.sum(0) if ctx.has_bias else None
-
-
 class LinearTanh(torch.autograd.Function):
     """tanh(x @ weight.T + bias), bias None by default; every gradient right."""
 
@@ -479,6 +454,16 @@ class LinearTanh(torch.autograd.Function):
         x, weight, y = ctx.saved_tensors
         dz = grad * (1 - y * y)
         return dz @ weight, dz.t() @ x, dz.sum(0) if ctx.has_bias else None
+
+
+class LinearTanhForgotTanhForBias(LinearTanh):
+    """LinearTanh whose bias gradient forgets tanh'."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, weight, y = ctx.saved_tensors
+        dz = grad * (1 - y * y)
+        return dz @ weight, dz.t() @ x, grad.sum(0) if ctx.has_bias else None
 
 
 class AddThenScale(torch.autograd.Function):
@@ -575,21 +560,6 @@ class SoftThreshold(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (x,) = ctx.saved_tensors
         return grad * (x > ctx.threshold).to(grad.dtype), None
-
-
-class MulForgotConjForZ(torch.autograd.Function):
-    """z * w; backward conjugates for w's gradient but forgets to for z's. Only backward
-    shows that complex inputs are meant."""
-
-    @staticmethod
-    def forward(ctx: Any, z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(z, w)
-        return z * w
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        z, w = ctx.saved_tensors
-        return grad * w, grad * z.conj()
 
 
 class WeightedByList(torch.autograd.Function):

@@ -10,6 +10,9 @@ from typing import Any
 
 import torch
 
+from gradverify.examples.activations import ReLU
+from tests.functions.correct import Square
+
 
 class TooFewGradients(torch.autograd.Function):
     """x * alpha whose backward returns one gradient for two forward arguments.
@@ -233,13 +236,8 @@ class SigmoidScalesSavedOutputInPlace(torch.autograd.Function):
         return grad_output * y
 
 
-class SquareSquaresGradOutput(torch.autograd.Function):
+class SquareSquaresGradOutput(Square):
     """x^2 whose backward multiplies by grad_output twice: right wherever grad_output is 1."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return x * x
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
@@ -247,13 +245,8 @@ class SquareSquaresGradOutput(torch.autograd.Function):
         return 2 * x * grad_output * grad_output
 
 
-class ReLUAbsGradOutput(torch.autograd.Function):
+class ReLUAbsGradOutput(ReLU):
     """relu(x) whose backward passes |grad_output|: right wherever grad_output is positive."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        return x.clamp(min=0)
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
