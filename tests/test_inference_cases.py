@@ -120,7 +120,9 @@ def test_a_backward_that_hard_codes_any_default_fails_on_its_second_value(
 def test_a_forgotten_scale_fails_on_the_second_value_naming_it() -> None:
     report = zero_config("ScaledLeakyReLUDropsScale")
 
-    assert set(failed_cases(report)) == {"inferred: scale=2.0"}
+    failed = set(failed_cases(report))
+    assert "inferred: scale=2.0" in failed  # and the case with every second value at once
+    assert all("scale=2.0" in case for case in failed)
     assert zero_config("ScaledLeakyReLU").passed
 
 
@@ -242,6 +244,18 @@ def test_a_mask_that_is_none_by_default_gets_a_bool_mask() -> None:
 def test_a_linear_input_gets_a_batch_dim() -> None:
     assert "x [2, 2, 4]" in labels("LinearBatchUsesLastRow")
     assert set(failed_cases(zero_config("LinearBatchUsesLastRow"))) == {"inferred: x [2, 2, 4]"}
+
+
+def test_the_values_cases_change_are_also_tried_all_at_once() -> None:
+    assert set(failed_cases(zero_config("ScaleThenBiasScalesBias"))) == {
+        "inferred: scale=2.0, bias [4]"
+    }
+
+
+def test_a_second_value_is_also_tried_at_another_dim() -> None:
+    assert set(failed_cases(zero_config("MeanKeepdimDividesByLast"))) == {
+        "inferred: x [3, 5], dim=0, keepdim=True"
+    }
 
 
 # --- bools and epsilons ----------------------------------------------------------------------

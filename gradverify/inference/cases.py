@@ -72,26 +72,26 @@ class Candidate:
 
 
 def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
-    """The extra cases forward accepts, within the probe budget."""
+    """The extra cases forward accepts, within the probe budget; then the values they
+    change, all at once (a bug that needs two of them)."""
     deadline = time.perf_counter() + BUDGET
     kept: list[tuple[int, Case]] = []
     waiting: list[tuple[int, Case, str]] = []  # backward misbehaved: kept if its rank is proven
     proven: set[str] = set()  # ranks a case ran well at
     seen = {tuple(choice.item.__repr__() for choice in base)}
-    for position, candidate in enumerate(candidates(target, base)):
-        if len(kept) >= MOST or time.perf_counter() > deadline:
-            break
+
+    def consider(position: int, candidate: Candidate) -> None:
         choices = fit_indices(candidate.choices)
         key = tuple(choice.item.__repr__() for choice in choices)
         if key in seen:
-            continue
+            return
         seen.add(key)
         outcome = probe(target, choices)
         case = (candidate.label, tuple(choices))
         if outcome.stage == "forward" or outcome.random:
-            continue  # outside forward's domain, or forward draws random numbers there
+            return  # outside forward's domain, or forward draws random numbers there
         if candidate.bounded and outcome.scale > WIDE_SCALE:
-            continue  # finite differences there would measure float64 rounding
+            return  # finite differences there would measure float64 rounding
         misfits = set(outcome.wrong_shape)
         if outcome.stage == "done" and not misfits:
             kept.append((position, case))
@@ -101,8 +101,39 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
         elif candidate.needs is not None:
             waiting.append((position, case, candidate.needs))
         # else: perhaps a shape forward was not written for: not ours to judge
+
+    position = 0
+    for position, candidate in enumerate(candidates(target, base)):
+        if len(kept) >= MOST or time.perf_counter() > deadline:
+            break
+        consider(position, candidate)
     kept += [(position, case) for position, case, rank in waiting if rank in proven]
-    return tuple(case for _, case in sorted(kept, key=lambda kept_case: kept_case[0])[:MOST])
+    kept.sort(key=lambda kept_case: kept_case[0])
+    for offset, candidate in enumerate(_combined(base, [case for _, case in kept])):
+        if len(kept) >= MOST or time.perf_counter() > deadline:
+            break
+        consider(position + 1 + offset, candidate)
+    return tuple(case for _, case in kept[:MOST])
+
+
+def _combined(base: Sequence[Choice], kept: Sequence[Case]) -> Iterator[Candidate]:
+    """The values the kept cases change (a second value, a tensor for a None), all at once:
+    on the base case, and on the first case at another dim (keepdim=True with dim=0). A
+    backward wrong only for `bias` given with `approximate=True` passes each alone."""
+    changes: dict[int, tuple[str, Choice]] = {}
+    for label, choices in kept:
+        changed = [i for i, (c, b) in enumerate(zip(choices, base, strict=True)) if c != b]
+        if len(changed) == 1 and base[changed[0]].kind != TENSOR:
+            changes.setdefault(changed[0], (label, choices[changed[0]]))
+    if len(changes) > 1:
+        merged = [changes[i][1] if i in changes else c for i, c in enumerate(base)]
+        yield Candidate(", ".join(label for label, _ in changes.values()), merged)
+    values = {i: change for i, change in changes.items() if base[i].value is not None}
+    dims = next((case for case in kept if ", dim=" in case[0] or ", axis=" in case[0]), None)
+    if dims is not None and values:
+        label, choices = dims
+        merged = [values[i][1] if i in values else c for i, c in enumerate(choices)]
+        yield Candidate(", ".join([label, *(label for label, _ in values.values())]), merged)
 
 
 def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:

@@ -759,3 +759,35 @@ class LinearBatchUsesLastRow(torch.autograd.Function):
         if grad.dim() == 3:
             return grad @ weight, grad[-1].t() @ x[-1]
         return grad @ weight, grad.t() @ x
+
+
+class ScaleThenBiasScalesBias(torch.autograd.Function):
+    """x * scale + bias (scale 1.0, bias None by default); backward scales bias's gradient
+    too: wrong only with a bias given and a scale other than 1, never one alone."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, x: torch.Tensor, scale: float = 1.0, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        ctx.scale, ctx.has_bias = scale, bias is not None
+        return x * scale if bias is None else x * scale + bias
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        return grad * ctx.scale, None, grad * ctx.scale if ctx.has_bias else None
+
+
+class MeanKeepdimDividesByLast(torch.autograd.Function):
+    """x.mean(dim, keepdim); with keepdim, backward divides by the last dim's size, not by
+    dim's: wrong only for keepdim=True at a dim other than the last."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, dim: int = -1, keepdim: bool = False) -> torch.Tensor:
+        ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        return x.mean(dim, keepdim=keepdim)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        if ctx.keepdim:
+            return grad.expand(ctx.shape) / ctx.shape[-1], None, None
+        return grad.unsqueeze(ctx.dim).expand(ctx.shape) / ctx.shape[ctx.dim], None, None
