@@ -17,7 +17,7 @@ import torch
 from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name, promotion_notes
 from gradverify.checks.shared.overrides import defines_vmap
 from gradverify.inputs import build_inputs, differentiable_indices, fresh_copies
-from gradverify.numerics.compare import Comparison, compare
+from gradverify.numerics.compare import Comparison, compare, wide_dtype
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
@@ -211,7 +211,7 @@ def _compare_one(
 
 def _comparison(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> Comparison:
     """Entry-wise comparison in which equal values, NaN and inf included, always agree."""
-    wide = torch.complex128 if got.is_complex() or expected.is_complex() else torch.float64
+    wide = wide_dtype(got, expected)
     got, expected = got.to(wide), expected.to(wide)
     same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
     zero = torch.zeros_like(got)

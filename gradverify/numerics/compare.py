@@ -7,6 +7,12 @@ from dataclasses import dataclass
 import torch
 
 
+def wide_dtype(*tensors: torch.Tensor) -> torch.dtype:
+    """Where values are compared: float64, or complex128 when any of `tensors` is complex
+    (never its real part alone)."""
+    return torch.complex128 if any(t.is_complex() for t in tensors) else torch.float64
+
+
 @dataclass(frozen=True)
 class Comparison:
     """How far analytical is from numerical, and where it is worst."""

@@ -17,6 +17,7 @@ from gradverify.checks.shared.case import (
     no_gradient_to_check,
 )
 from gradverify.inputs import fresh_copies
+from gradverify.numerics.compare import wide_dtype
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.numerics.salts import Salt
 from gradverify.numerics.stochastic import run_to_run_spread
@@ -366,8 +367,8 @@ def _nonlinear(
             continue
         if one.shape != two.shape or one.is_complex() != two.is_complex():
             continue
-        expected = one.detach().to(_wide_dtype(one)) * LINEARITY_SCALE
-        got = two.detach().to(_wide_dtype(two))
+        expected = one.detach().to(wide_dtype(one)) * LINEARITY_SCALE
+        got = two.detach().to(wide_dtype(two))
         tolerance = context.tolerance
         # each run may carry the nondeterminism the spec admits
         allowed = (tolerance.atol + tolerance.rtol * expected.abs()) + tolerance.nondet_tol * (
@@ -398,10 +399,6 @@ def _nonlinear(
             )
         ]
     return []
-
-
-def _wide_dtype(tensor: torch.Tensor) -> torch.dtype:
-    return torch.complex128 if tensor.is_complex() else torch.float64
 
 
 def _item(tensor: torch.Tensor, flat: int) -> Any:

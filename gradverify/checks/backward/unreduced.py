@@ -21,6 +21,7 @@ import torch
 from gradverify.checks.shared.backward_call import broadcasts_back
 from gradverify.checks.shared.case import CaseContext
 from gradverify.inputs import fresh_copies
+from gradverify.numerics.compare import wide_dtype
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward
@@ -106,7 +107,7 @@ def _delivered_is_right(
     except (UserCodeError, RuntimeError):
         return False
     numerical = (plus - minus) / (2 * eps)
-    delivered = _widened(grad.detach()).sum_to_size(base.shape)
+    delivered = grad.detach().to(wide_dtype(grad)).sum_to_size(base.shape)
     analytical = float((delivered.conj() * direction).real.sum())  # Re<g, v>: complex g too
     tolerance = context.tolerance.atol + context.tolerance.rtol * abs(numerical)
     return abs(analytical - numerical) <= tolerance
@@ -128,11 +129,7 @@ def _weighted_output(
     total = 0.0
     for output, grad_output in zip(produced, grad_outputs, strict=False):
         if isinstance(output, torch.Tensor) and grad_output is not None:
-            weighted = _widened(grad_output).conj() * _widened(output.detach())
+            wide = wide_dtype(grad_output, output)
+            weighted = grad_output.to(wide).conj() * output.detach().to(wide)
             total += float(weighted.real.sum())
     return total
-
-
-def _widened(tensor: torch.Tensor) -> torch.Tensor:
-    """float64, or complex128 for a complex tensor (never its real part alone)."""
-    return tensor.to(torch.complex128 if tensor.is_complex() else torch.float64)

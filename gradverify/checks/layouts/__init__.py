@@ -30,6 +30,7 @@ from gradverify.checks.shared.case import (
     no_gradient_to_check,
 )
 from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.numerics.compare import wide_dtype
 from gradverify.numerics.jacobian import unravel
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
@@ -282,7 +283,7 @@ def _tensor_difference(
         return Difference(
             what, f"{dtype_name(got.dtype)} instead of {dtype_name(expected.dtype)}", fields
         )
-    wide = torch.complex128 if expected.is_complex() else torch.float64
+    wide = wide_dtype(expected)
     expected_values, got_values = expected.detach().to(wide), got.detach().to(wide)
     atol, rtol = _tolerances(context, expected)
     error = (got_values - expected_values).abs()

@@ -38,6 +38,7 @@ from gradverify.checks.shared.backward_call import Run, autograd_gradients
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.numerics.compare import wide_dtype
 from gradverify.numerics.diagnosis import diagnose
 from gradverify.numerics.jacobian import differentiable_outputs, element_words
 from gradverify.numerics.salts import Salt
@@ -194,7 +195,7 @@ def _grad_outputs(
     through both implementations' output dtypes, so that every run gets the same values."""
     seeds = {}
     for index, output in differentiable_outputs(function):
-        wide = torch.complex128 if output.is_complex() else torch.float64
+        wide = wide_dtype(output)
         seed = torch.randn(output.shape, generator=generator, dtype=wide).to(output.dtype)
         theirs = reference[index]
         if theirs.is_floating_point() or theirs.is_complex():

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from gradverify.checks.shared.case import dtype_name
+from gradverify.numerics.compare import wide_dtype
 from gradverify.numerics.jacobian import unravel
 
 
@@ -85,7 +86,7 @@ def budget_finding(
 
 def _widen(value: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Both in float64, or complex128 when either is complex."""
-    wide = torch.complex128 if value.is_complex() or other.is_complex() else torch.float64
+    wide = wide_dtype(value, other)
     return value.detach().to(wide), other.detach().to(wide)
 
 
