@@ -24,7 +24,9 @@ from gradverify.inference.from_signature import (
     NUMBER,
     TENSOR,
     Choice,
+    as_complex,
     fit_indices,
+    is_float_tensor,
     source_facts,
 )
 from gradverify.inference.probe import probe
@@ -86,7 +88,7 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
         if key in seen:
             return
         seen.add(key)
-        outcome = probe(target, choices)
+        outcome = probe(target, choices, randomness=True)
         case = (candidate.label, tuple(choices))
         if outcome.stage == "forward" or outcome.random:
             return  # outside forward's domain, or forward draws random numbers there
@@ -138,15 +140,16 @@ def _combined(base: Sequence[Choice], kept: Sequence[Case]) -> Iterator[Candidat
 
 def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
     """Each extra case to probe, the most telling first."""
+    points = branch_points(*_own_methods(target))
     yield from _defaults(base)
-    yield from _wide(target, base)
+    yield from _wide(target, base, points)
     yield from _ranks_and_dims(base)
     yield from _batched(base)
     yield from _broadcasts(base)
     yield from _optional_tensors(base)
     if source_facts(target).complex:
         yield _complex(base)
-    yield from _other_defaults(base, _branch_points(target).strings)
+    yield from _other_defaults(base, points.strings)
 
 
 def _defaults(base: Sequence[Choice]) -> Iterator[Candidate]:
@@ -157,15 +160,15 @@ def _defaults(base: Sequence[Choice]) -> Iterator[Candidate]:
             continue
         other = HIDING[value]
         changed = Choice(choice.name, NUMBER, value=other, reason=f"{value} by default hides a bug")
-        yield Candidate(f"{choice.name}={other}", [*base[:index], changed, *base[index + 1 :]])
+        yield Candidate(f"{choice.name}={other}", _with(base, index, changed))
 
 
-def _wide(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
+def _wide(target: Target, base: Sequence[Choice], points: BranchPoints) -> Iterator[Candidate]:
     """The tensors shaped like the first drawn from a range that holds every number forward
     and backward compare with: `x.clamp(-3, 3)`, `x > 6`, a threshold of 20 by default. A
     mask or branch past [-1, 1] is otherwise never reached."""
     first = _first_float(base)
-    reach = max((m for m in _literals(target, base) if m <= REACH), default=0.0)
+    reach = max((m for m in _literals(target, base, points) if m <= REACH), default=0.0)
     if first is None or not first.shape or reach < 1:
         return  # nothing past the base case's range of [-1, 1] to reach
     high = 2 * reach + 1
@@ -182,17 +185,15 @@ def _wide(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
     yield Candidate(f"{first.name} {list(shape)} in [{low:g}, {high:g}]", widened, bounded=True)
 
 
-def _literals(target: Target, base: Sequence[Choice]) -> tuple[float, ...]:
+def _literals(target: Target, base: Sequence[Choice], points: BranchPoints) -> tuple[float, ...]:
     """What forward and backward compare with or clamp to: number literals, and the numbers
     forward gets by default for a parameter compared so (`x > threshold`, threshold=20.0)."""
-    functions = _own_methods(target)
-    points = branch_points(*functions)
     defaults = tuple(
         abs(float(c.value))
         for c in base
         if c.kind == LITERAL and type(c.value) in (int, float) and c.name in points.names
     )
-    return points.magnitudes + defaults + _constants(target, points.names, functions)
+    return points.magnitudes + defaults + _constants(target, points.names)
 
 
 def _own_methods(target: Target) -> tuple[Any, ...]:
@@ -202,17 +203,12 @@ def _own_methods(target: Target) -> tuple[Any, ...]:
     return (target.obj,)
 
 
-def _branch_points(target: Target) -> BranchPoints:
-    return branch_points(*_own_methods(target))
-
-
-def _constants(
-    target: Target, names: frozenset[str], functions: Sequence[Any]
-) -> tuple[float, ...]:
+def _constants(target: Target, names: frozenset[str]) -> tuple[float, ...]:
     """The numbers that names compared with hold as constants of the Function's class or
     of its module (`CUT = 5.0`, `x.abs() > CUT`), as the source reads them."""
     scopes = [vars(target.obj) if target.is_function and isinstance(target.obj, type) else {}]
-    scopes += [getattr(inspect.unwrap(f), "__globals__", {}) for f in functions if f is not None]
+    functions = [f for f in _own_methods(target) if f is not None]
+    scopes += [getattr(inspect.unwrap(f), "__globals__", {}) for f in functions]
     found = []
     for name in names:
         value = next((scope[name] for scope in scopes if name in scope), None)
@@ -222,7 +218,7 @@ def _constants(
 
 
 def _other_defaults(
-    base: Sequence[Choice], strings: frozenset[tuple[str, str]] = frozenset()
+    base: Sequence[Choice], strings: frozenset[tuple[str, str]]
 ) -> Iterator[Candidate]:
     """A second value for each other number or bool forward gets by default (a slope of
     0.01, 8 bits, keepdim=False): a backward that hard-codes the default passes on it alone.
@@ -248,7 +244,7 @@ def _other_defaults(
         reason = f"a second value beside the default {value!r}"
         changed = Choice(choice.name, NUMBER, value=other, reason=reason)
         label = f"{choice.name}={_shown(other)}"
-        yield Candidate(label, [*base[:index], changed, *base[index + 1 :]])
+        yield Candidate(label, _with(base, index, changed))
 
 
 def _shown(value: object) -> str:
@@ -269,7 +265,7 @@ def _other_strings(
             continue
         reason = f"a second value beside the default {choice.value!r}"
         changed = Choice(choice.name, NUMBER, value=text, reason=reason)
-        yield Candidate(f"{choice.name}={text!r}", [*base[:index], changed, *base[index + 1 :]])
+        yield Candidate(f"{choice.name}={text!r}", _with(base, index, changed))
 
 
 def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
@@ -281,10 +277,10 @@ def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
     first = _first_float(base)
     if first is None or not first.shape:
         return
-    weights = [c.shape[0] for c in base if _is_float_tensor(c) and c is not first and c.shape]
+    weights = [c.shape[0] for c in base if is_float_tensor(c) and c is not first and c.shape]
     # A base whose tensor backward's gradient bent to 0-d has shapes inference chose for
     # backward's sake: a misfit there is not the new tensor's to answer for.
-    bent = any(_is_float_tensor(c) and not c.shape for c in base)
+    bent = any(is_float_tensor(c) and not c.shape for c in base)
     for index, choice in enumerate(base):
         if choice.kind != LITERAL or choice.value is not None:
             continue
@@ -293,7 +289,7 @@ def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
                 choice.name, TENSOR, first.shape, None, "a mask where None is the default",
                 False, "bool", 0, 1,
             )  # fmt: skip
-            changed = [*base[:index], given, *base[index + 1 :]]
+            changed = _with(base, index, given)
             yield Candidate(f"{choice.name} {list(first.shape)}", changed)
             continue
         if not choice.optional_tensor:
@@ -303,7 +299,7 @@ def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
                 choice.name, TENSOR, (size,), reason="a tensor where None is the default"
             )
             label = f"{choice.name} [{size}]"
-            changed = [*base[:index], given, *base[index + 1 :]]
+            changed = _with(base, index, given)
             yield Candidate(label, changed, lenient=() if bent else (index,))
 
 
@@ -361,23 +357,20 @@ def _broadcasts(base: Sequence[Choice]) -> Iterator[Candidate]:
 
 def _complex(base: Sequence[Choice]) -> Candidate:
     """Every float tensor complex (forward conjugates, or takes real and imaginary parts)."""
-    changed = [
-        replace(c, dtype="complex128") if c.kind == TENSOR and c.dtype == "float64" else c
-        for c in base
-    ]
-    return Candidate("complex128", changed)
+    return Candidate("complex128", as_complex(base))
 
 
 def _mask_of(choice: Choice, first: Choice) -> bool:
     return choice.dtype == "bool" and choice.shape == first.shape
 
 
+def _with(base: Sequence[Choice], index: int, choice: Choice) -> list[Choice]:
+    """`base` with its argument `index` replaced by `choice`."""
+    return [*base[:index], choice, *base[index + 1 :]]
+
+
 def _first_float(base: Sequence[Choice]) -> Choice | None:
-    return next((c for c in base if _is_float_tensor(c)), None)
-
-
-def _is_float_tensor(choice: Choice) -> bool:
-    return choice.kind == TENSOR and choice.dtype == "float64"
+    return next((c for c in base if is_float_tensor(c)), None)
 
 
 def _like(choice: Choice, first: Choice) -> bool:

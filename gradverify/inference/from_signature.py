@@ -183,20 +183,26 @@ def _label(choices: Sequence[Choice]) -> str:
 
 def _in_domain(choices: list[Choice], low: float, high: float) -> list[Choice]:
     """Float tensors drawn from [low, high], index tensors fit to them."""
-    ranged = [replace(c, low=low, high=high) if _is_float(c) else c for c in choices]
+    ranged = [replace(c, low=low, high=high) if is_float_tensor(c) else c for c in choices]
     return fit_indices(ranged)
 
 
 def fit_indices(choices: Sequence[Choice]) -> list[Choice]:
     """Index tensors valid for the smallest size a float tensor has (so that they index any
     of its dimensions), from 0, with repeats."""
-    sizes = [n for c in choices if _is_float(c) for n in c.shape]
+    sizes = [n for c in choices if is_float_tensor(c) for n in c.shape]
     top = max(0, min(sizes, default=1) - 1)
     return [replace(c, low=0, high=top) if c.dtype == "int64" else c for c in choices]
 
 
-def _is_float(choice: Choice) -> bool:
+def is_float_tensor(choice: Choice) -> bool:
     return choice.kind == TENSOR and choice.dtype == "float64"
+
+
+def as_complex(choices: Sequence[Choice]) -> list[Choice]:
+    """The float tensors of `choices` complex128 (forward conjugates, or takes real and
+    imaginary parts)."""
+    return [replace(c, dtype="complex128") if is_float_tensor(c) else c for c in choices]
 
 
 def infer(target: Target) -> Inference:
@@ -225,10 +231,7 @@ def _base(target: Target) -> Inference:
     if search.forward_ran is None and source_facts(target).complex:
         # forward takes complex numbers apart (`z.imag`, `view_as_real`): perhaps only them
         for layout in LAYOUTS:
-            choices = [
-                replace(c, dtype="complex128") if _is_float(c) else c
-                for c in _in_domain([plan.choice(layout) for plan in plans], -1.0, 1.0)
-            ]
+            choices = as_complex(_in_domain([plan.choice(layout) for plan in plans], -1.0, 1.0))
             found = search.settle(choices, plans)
             if found is not None:
                 return Inference(target.spec, tuple(found), target.variadic)
@@ -236,7 +239,7 @@ def _base(target: Target) -> Inference:
         return Inference(target.spec, tuple(search.forward_ran), target.variadic, ran=False)
     unknown = "forward rejected every shape tried: choose its shape"
     guesses = [
-        replace(choice, reason=unknown) if _is_float(choice) else choice
+        replace(choice, reason=unknown) if is_float_tensor(choice) else choice
         for choice in _in_domain([plan.choice(ELEMENTWISE) for plan in plans], -1.0, 1.0)
     ]
     return Inference(target.spec, tuple(guesses), target.variadic, False, search.first_error)

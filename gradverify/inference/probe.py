@@ -25,11 +25,12 @@ class ProbeOutcome:
     none: tuple[int, ...] = ()  # tensor arguments whose gradient backward left None
     wrong_shape: tuple[int, ...] = ()  # arguments whose gradient has another shape
     scale: float = 0.0  # the largest magnitude among forward's float outputs
-    random: bool = False  # a second forward on the same inputs gave other outputs
+    random: bool = False  # forward gave other outputs under other seeds (asked for only)
 
 
-def probe(target: Target, choices: Sequence[Choice]) -> ProbeOutcome:
-    """One forward, and backward with ones as grad_outputs, on the inputs of `choices`."""
+def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -> ProbeOutcome:
+    """One forward, and backward with ones as grad_outputs, on the inputs of `choices`;
+    with `randomness`, forward under two more seeds too, to tell whether it is random."""
     import torch
 
     from gradverify.inputs import build_inputs
@@ -38,6 +39,8 @@ def probe(target: Target, choices: Sequence[Choice]) -> ProbeOutcome:
     case = Case.model_validate({"name": "probe", "inputs": [c.item for c in choices]})
     arguments = build_inputs(case, 0)
     with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
+        if randomness:
+            torch.manual_seed(RANDOM_SEEDS[0])
         try:
             outputs = target.call(*arguments)
         except Exception as error:
@@ -48,7 +51,7 @@ def probe(target: Target, choices: Sequence[Choice]) -> ProbeOutcome:
             return ProbeOutcome("forward", NOT_FINITE)
         floats = [o.detach() for o in tensors if o.is_floating_point() or o.is_complex()]
         scale = max((float(o.abs().max()) for o in floats if o.numel()), default=0.0)
-        random = _random(target, arguments)
+        random = randomness and _random(target, arguments, tensors)
         if not any(o.requires_grad for o in tensors):
             return ProbeOutcome("done", scale=scale, random=random)
         try:
@@ -68,30 +71,27 @@ def probe(target: Target, choices: Sequence[Choice]) -> ProbeOutcome:
     return ProbeOutcome("done", None, tuple(none), tuple(wrong), scale, random)
 
 
-def _random(target: Target, arguments: Sequence[Any]) -> bool:
-    """Whether forward gives other outputs on the same inputs under other seeds (dropout, a
-    random slope): such a case's finite differences would measure the noise. Seeded, so
-    that the answer never depends on the state of the generator (the caller's is restored
-    by the probe's fork_rng)."""
+def _random(target: Target, arguments: Sequence[Any], first: Sequence[Any]) -> bool:
+    """Whether forward, whose outputs under the first of RANDOM_SEEDS are `first`, gives
+    others under the other seeds (dropout, a random slope): such a case's finite
+    differences would measure the noise. Seeded, so that the answer never depends on the
+    state of the generator (the caller's is restored by the probe's fork_rng)."""
     import torch
 
-    runs = []
-    for seed in RANDOM_SEEDS:
+    for seed in RANDOM_SEEDS[1:]:
         torch.manual_seed(seed)
         try:
             outputs = target.call(*arguments)
         except Exception:
             return False
         items = outputs if isinstance(outputs, tuple | list) else (outputs,)
-        runs.append([o.detach() for o in items if isinstance(o, torch.Tensor)])
-    first, *others = runs
-    return any(
-        len(run) != len(first)
-        or any(
-            a.shape != b.shape or not torch.equal(a, b) for a, b in zip(first, run, strict=False)
-        )
-        for run in others
-    )
+        run = [o for o in items if isinstance(o, torch.Tensor)]
+        if len(run) != len(first) or any(
+            a.shape != b.shape or not torch.equal(a.detach(), b.detach())
+            for a, b in zip(first, run, strict=True)
+        ):
+            return True
+    return False
 
 
 def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any]) -> tuple[Any, ...]:

@@ -282,9 +282,9 @@ def _shape_literals(node: ast.AST) -> set[int]:
         if isinstance(child, ast.Subscript):
             skipped.update(id(inner) for inner in ast.walk(child.slice))
         elif isinstance(child, ast.Call):
-            ints_only = _called_name(child) in SHAPE_CALLS
-            for argument in child.args:
-                skipped.update(_int_literals(argument) if ints_only else ())
+            if _called_name(child) in SHAPE_CALLS:  # its ints are dims, sizes or counts
+                for argument in child.args:
+                    skipped.update(_int_literals(argument))
             for keyword in child.keywords:
                 if keyword.arg in SHAPE_KEYWORDS:
                     skipped.update(id(inner) for inner in ast.walk(keyword.value))
