@@ -12,7 +12,7 @@ import torch
 
 from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
-from gradverify.checks.shared.case import CaseContext
+from gradverify.checks.shared.case import CaseContext, not_run
 from gradverify.engine.explore import CHECK as EXPLORED_CHECK
 from gradverify.engine.folding import fold
 from gradverify.engine.off_kinks import settle_inputs
@@ -141,9 +141,7 @@ def _case_fails(context: CaseContext, checks: Sequence[str], message: str) -> li
     return [
         context.result(check, Status.FAIL, message)
         if check == failing
-        else context.result(
-            check, Status.SKIP, f"not run: `{failing}` already fails for this case", same_as=failing
-        )
+        else not_run(context, check, failing)
         for check in checks
     ]
 

@@ -28,6 +28,7 @@ from gradverify.checks.shared.case import (
     crash_result,
     dtype_name,
     no_gradient_to_check,
+    not_run,
 )
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.compare import wide_dtype
@@ -70,18 +71,10 @@ class LayoutsCheck:
         nothing = no_gradient_to_check(context, self.id)
         if nothing is not None:
             return [nothing]
-        broken = [r for r in context.earlier if r.failed and r.check == "backward"]
-        if broken:
+        if any(r.failed and r.check == "backward" for r in context.earlier):
             # Layouts compare backward's runs: one that already fails (raises, writes a saved
             # output in place) makes every difference here a follow-on of it.
-            return [
-                context.result(
-                    self.id,
-                    Status.SKIP,
-                    "not run: `backward` already fails for this case",
-                    same_as="backward",
-                )
-            ]
+            return [not_run(context, self.id, "backward")]
         variants = plan_variants(context)
         if not variants:
             return [context.result(self.id, Status.SKIP, _nothing_to_try(context))]

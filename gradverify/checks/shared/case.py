@@ -83,14 +83,19 @@ def crash_result(context: CaseContext, check: str, error: UserCodeError) -> Resu
     if broken and check not in {r.check for r in broken}:
         # Say the error again only if the failure above does not already say it.
         said = any(first_line(error.error) in " ".join((r.message, *r.details)) for r in broken)
-        return context.result(
-            check,
-            Status.SKIP,
-            f"not run: `{broken[0].check}` already fails for this case"
-            + ("" if said else f" ({error})"),
-            same_as=broken[0].check,
-        )
+        return not_run(context, check, broken[0].check, "" if said else f" ({error})")
     return context.result(check, Status.FAIL, str(error), details=frames, **error.source)
+
+
+def not_run(context: CaseContext, check: str, failing: str, why: str = "") -> Result:
+    """A check skipped because `failing`, which it relies on, already fails for this case:
+    the report says that finding once, and points at it from here."""
+    return context.result(
+        check,
+        Status.SKIP,
+        f"not run: `{failing}` already fails for this case{why}",
+        same_as=failing,
+    )
 
 
 def dtype_name(dtype: torch.dtype) -> str:
