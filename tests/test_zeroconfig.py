@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
-from gradverify.inference import from_signature as inference
-from gradverify.inference import zeroconfig
-from gradverify.inference.from_signature import NUMBER, TENSOR, infer
+from gradverify.inference import search, zeroconfig
+from gradverify.inference.choice import NUMBER, TENSOR, Choice
+from gradverify.inference.from_signature import infer
 from gradverify.inference.spec_text import file_name
 from gradverify.inference.zeroconfig import InferenceError, infer_entry
 from gradverify.results import Report, Status
@@ -118,7 +118,7 @@ def user_module(
     sys.modules.pop(name, None)
 
 
-def choices(target: str) -> dict[str, inference.Choice]:
+def choices(target: str) -> dict[str, Choice]:
     return {choice.name: choice for choice in infer(load_target(target)).choices}
 
 
@@ -217,8 +217,8 @@ def test_linear_is_inferred_where_the_elementwise_guess_fails() -> None:
 @pytest.mark.parametrize("name", [*DERIVATIVES, "ReplaceGrad"])
 def test_inference_takes_few_probes(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     probes: list[object] = []
-    real = inference.probe
-    monkeypatch.setattr(inference, "probe", lambda *a: probes.append(a) or real(*a))
+    real = search.probe
+    monkeypatch.setattr(search, "probe", lambda *a: probes.append(a) or real(*a))
 
     infer(load_target(f"{TUTORIALS}:{name}"))
 

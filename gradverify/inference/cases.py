@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.from_signature import (
+from gradverify.inference.choice import (
     LITERAL,
     NUMBER,
     TENSOR,
@@ -27,10 +27,9 @@ from gradverify.inference.from_signature import (
     as_complex,
     fit_indices,
     is_float_tensor,
-    source_facts,
 )
 from gradverify.inference.probe import probe
-from gradverify.inference.source import BranchPoints, branch_points, is_mask
+from gradverify.inference.source import BranchPoints, branch_points, is_mask, source_facts
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target

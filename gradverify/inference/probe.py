@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gradverify.inference.from_signature import Choice
+    from gradverify.inference.choice import Choice
     from gradverify.target.loaded import Target
 
 NOT_FINITE = "forward's output is not finite"

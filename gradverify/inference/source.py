@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.annotations import annotations_of
 from gradverify.target.syntax import own_nodes, parsed_function
+
+if TYPE_CHECKING:
+    from gradverify.target.loaded import Target
 
 # Calls whose argument at the given position (as torch.* writes it), or keyword, is an index
 # tensor. As a method (`weight.index_select(0, idx)`) the tensor is the receiver: one less.
@@ -101,6 +105,19 @@ def read_forward(
     # look like indices or a mask, or be given to an index call, to be taken for one.
     indices = {name for name in indices if _looks_like_index(name, node)}
     return SourceFacts(frozenset(indices), complex_used)
+
+
+def source_facts(target: Target) -> SourceFacts:
+    """What forward's source shows of its parameters (indices, complex numbers); complex
+    inputs where backward conjugates them too."""
+    forward = getattr(target.obj, "forward", target.obj) if target.is_function else target.obj
+    if target.op is not None:
+        return SourceFacts()
+    facts = read_forward(forward, tuple(target.parameters), annotations_of(target))
+    backward = getattr(target.obj, "backward", None) if target.is_function else None
+    if not facts.complex and conjugates_complex_inputs(backward):
+        return replace(facts, complex=True)
+    return facts
 
 
 def _of_parameter(call: ast.Call, names: set[str]) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from gradverify.inference.from_signature import (
+from gradverify.inference.choice import (
     NUMBER,
     TENSOR,
     Choice,

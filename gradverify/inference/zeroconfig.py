@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gradverify.errors import GradverifyError
-from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.choice import Inference
+from gradverify.inference.from_signature import infer
 from gradverify.inference.spec_text import file_name, spec_text
 from gradverify.spec.load import SpecEntry
 

@@ -1,0 +1,153 @@
+"""What inference chooses: one `Choice` per parameter of forward, and the `Inference` of a
+target (its base case and extra cases), with the spec they make.
+
+Importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gradverify.spec.models import FunctionSpec
+
+# Where forward's output is not finite on [-1, 1] (log, sqrt, a fractional power).
+POSITIVE = (0.1, 2.0)
+
+TENSOR, NUMBER, LITERAL = "tensor", "number", "literal"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What one parameter of forward gets, and why."""
+
+    name: str
+    kind: str  # TENSOR, NUMBER (inferred) or LITERAL (forward's default)
+    shape: tuple[int, ...] = ()
+    value: Any = None
+    reason: str = ""
+    requires_grad: bool = True  # False for a tensor an op writes in place (mutates_args)
+    dtype: str = "float64"  # int64 for an index tensor, complex128 where forward is complex
+    low: float = -1.0
+    high: float = 1.0
+    optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
+
+    @property
+    def item(self) -> Any:
+        """The spec's input for it."""
+        if self.kind == TENSOR:
+            item: dict[str, Any] = {"shape": list(self.shape)}
+            if self.dtype != "float64":
+                item["dtype"] = self.dtype
+            item.update(low=self.low, high=self.high)
+            return item if self.requires_grad else {**item, "requires_grad": False}
+        if isinstance(self.value, dict):
+            return {"value": self.value}  # a bare mapping would read as a tensor
+        return list(self.value) if isinstance(self.value, tuple) else self.value
+
+    def describe(self) -> str:
+        if self.kind == TENSOR:
+            what = f": a {self.dtype} tensor {list(self.shape)}"
+            if self.dtype.startswith("int"):
+                what += f" of indices {self.low:g}..{self.high:g}"
+            elif (self.low, self.high) == POSITIVE:
+                what += f" in [{self.low:g}, {self.high:g}]"
+        elif self.kind == NUMBER:
+            what = f": the {kind_of(self.value)} {self.item!r}"
+        else:
+            what = f"={self.value!r}"
+        return f"{self.name}{what}" + (f" ({self.reason})" if self.reason else "")
+
+
+def kind_of(value: Any) -> str:
+    """What an inferred literal is, in a word: a number, a bool (True) or a list ([-1])."""
+    if isinstance(value, tuple):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    return "bool" if isinstance(value, bool) else "number"
+
+
+@dataclass(frozen=True)
+class Inference:
+    """The inputs chosen for a target, and whether forward and backward ran on them."""
+
+    target: str
+    choices: tuple[Choice, ...]
+    variadic: str | None = None
+    ran: bool = True  # forward and backward ran, every gradient well-formed
+    rejection: str | None = None  # forward rejected every candidate: its first complaint
+    extra: tuple[tuple[str, tuple[Choice, ...]], ...] = ()  # (label, choices): more cases
+
+    @property
+    def stopped(self) -> str | None:
+        """Why inference gave up, as plain text (None: it did not)."""
+        if self.rejection is None:
+            return None
+        guessed = [c.name for c in self.choices if c.kind == TENSOR and c.dtype == "float64"]
+        named = [name for name in guessed if re.search(rf"\b{re.escape(name)}\b", self.rejection)]
+        which = f" for {', '.join(named or guessed)}" if guessed else ""
+        return f"forward rejected every shape tried{which} ({self.rejection})"
+
+    @property
+    def cases(self) -> list[tuple[str, tuple[Choice, ...]]]:
+        """Every inferred case: the base one (its label empty), then the extra ones."""
+        return [("", self.choices), *self.extra]
+
+    def inputs(self) -> list[Any]:
+        return [choice.item for choice in self.choices]
+
+    def spec(self, case: str = "inferred") -> FunctionSpec:
+        from gradverify.spec.models import FunctionSpec
+
+        cases = [
+            {"name": case_name(case, label), "inputs": [choice.item for choice in choices]}
+            for label, choices in self.cases
+        ]
+        return FunctionSpec.model_validate({"target": self.target, "cases": cases})
+
+    def summary(self) -> str:
+        return ", ".join(choice.describe() for choice in self.choices) or "no arguments"
+
+    def coverage(self) -> str:
+        """The cases in a phrase: `4 cases (x [4]; x [3, 5], dim=0; ...)`."""
+        labels = [label or _label(self.choices) for label, _ in self.cases]
+        count = f"{len(labels)} case" + ("s" if len(labels) != 1 else "")
+        return f"{count} ({'; '.join(labels)})"
+
+
+def case_name(base: str, label: str) -> str:
+    """An extra case's name: the base name, then what it varies."""
+    return f"{base}: {label}" if label else base
+
+
+def _label(choices: Sequence[Choice]) -> str:
+    tensors = [f"{c.name} {list(c.shape)}" for c in choices if c.kind == TENSOR]
+    return ", ".join(tensors) or "no tensors"
+
+
+def in_domain(choices: list[Choice], low: float, high: float) -> list[Choice]:
+    """Float tensors drawn from [low, high], index tensors fit to them."""
+    ranged = [replace(c, low=low, high=high) if is_float_tensor(c) else c for c in choices]
+    return fit_indices(ranged)
+
+
+def fit_indices(choices: Sequence[Choice]) -> list[Choice]:
+    """Index tensors valid for the smallest size a float tensor has (so that they index any
+    of its dimensions), from 0, with repeats."""
+    sizes = [n for c in choices if is_float_tensor(c) for n in c.shape]
+    top = max(0, min(sizes, default=1) - 1)
+    return [replace(c, low=0, high=top) if c.dtype == "int64" else c for c in choices]
+
+
+def is_float_tensor(choice: Choice) -> bool:
+    return choice.kind == TENSOR and choice.dtype == "float64"
+
+
+def as_complex(choices: Sequence[Choice]) -> list[Choice]:
+    """The float tensors of `choices` complex128 (forward conjugates, or takes real and
+    imaginary parts)."""
+    return [replace(c, dtype="complex128") if is_float_tensor(c) else c for c in choices]

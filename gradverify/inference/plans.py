@@ -1,0 +1,145 @@
+"""What the signature says of each parameter of forward before any probe: a `Plan` per
+parameter, from what costs nothing (a default, an annotation, a conventional name, what
+forward's source indexes with), and the shapes each layout gives a tensor.
+
+Importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gradverify.inference.annotations import annotations_of
+from gradverify.inference.choice import LITERAL, NUMBER, TENSOR, Choice
+from gradverify.inference.source import is_mask, source_facts
+
+if TYPE_CHECKING:
+    from gradverify.target.loaded import Target
+
+# Names that conventionally hold a Linear's weight and bias, for the Linear-like shapes.
+WEIGHT_NAMES = re.compile(r"(^|_)(w|weight|weights|kernel|matrix)($|_)", re.IGNORECASE)
+BIAS_NAMES = re.compile(r"(^|_)(b|bias|offset)($|_)", re.IGNORECASE)
+# A number forward gets when nothing says which: 0.5 exercises a clamp bound inside the
+# inputs' range; 2 where a fraction gives nan (a power of a negative) or an int is needed.
+NUMBERS = (0.5, 2)
+# Where forward takes no number there either, a list of them (`sum(weights)`).
+LISTED = "backward returns None for it, and forward takes a list of numbers"
+# A float without a default gets 0.5, not 1.0: a factor of 1 hides a backward that forgets
+# to multiply by it (`grad * f'(x)` where `grad * scale * f'(x)` belongs).
+SCALAR_TYPES = {"int": 1, "float": NUMBERS[0], "bool": True, "str": ""}
+# A list of ints (`int[]` in an op's schema) is most often dims or a shape: [-1] is both.
+LIST_TYPES = {"int[]": (-1,), "float[]": (1.0,), "bool[]": (True,)}
+# Parameters that are numbers by convention. Bounds lie inside the inputs' range [-1, 1],
+# so that a clamp acts on some elements and its backward's mask is checked: bounds that
+# enclosed the range would pass a backward that forgot the mask.
+SCALAR_NAMES: dict[str, Any] = {
+    "dim": -1, "axis": -1, "keepdim": False, "eps": 1e-5, "inplace": False,
+    "min": -0.5, "min_val": -0.5, "lower": -0.5, "max": 0.5, "max_val": 0.5, "upper": 0.5,
+}  # fmt: skip
+ELEMENTWISE = (4,)
+LINEAR_INPUT, LINEAR_WEIGHT, LINEAR_BIAS = (2, 4), (3, 4), (3,)
+SQUARE = (3, 3)
+# Where forward wants a batch of images: H ≠ W, so that a backward mixing them up shows.
+NCHW, CHANNELS = (2, 3, 4, 5), (3,)
+LAYOUTS: tuple[tuple[int, ...] | str, ...] = (ELEMENTWISE, "linear", SQUARE, "nchw")
+# An index tensor: longer than what it indexes, so that its values repeat.
+INDEX_SHAPES: dict[Any, tuple[int, ...]] = {ELEMENTWISE: (6,), "linear": LINEAR_INPUT[:1]}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the signature says of one parameter before any probe."""
+
+    index: int
+    name: str
+    kind: str  # the kind to try first
+    value: Any = None
+    reason: str = ""
+    flexible: bool = True  # the other kind may be tried too
+    requires_grad: bool = True
+
+    indices: bool = False  # an integer index tensor (gradverify.inference.source)
+    mask: bool = False  # the index tensor is a bool mask
+    optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
+
+    def choice(self, layout: tuple[int, ...] | str) -> Choice:
+        if self.mask:  # a mask is shaped like what it masks
+            shape = self._shape(layout)
+            return Choice(self.name, TENSOR, shape, None, self.reason, False, "bool", 0, 1)
+        if self.indices:
+            shape = INDEX_SHAPES.get(layout, (2,))
+            return Choice(self.name, TENSOR, shape, None, self.reason, False, "int64", 0, 0)
+        if self.kind == TENSOR:
+            shape = self._shape(layout)
+            return Choice(self.name, TENSOR, shape, None, self.reason, self.requires_grad)
+        return Choice(
+            self.name,
+            self.kind,
+            value=self.value,
+            reason=self.reason,
+            optional_tensor=self.optional_tensor,
+        )
+
+    def _shape(self, layout: tuple[int, ...] | str) -> tuple[int, ...]:
+        if layout == "nchw":
+            named = WEIGHT_NAMES.search(self.name) or BIAS_NAMES.search(self.name)
+            return CHANNELS if self.index > 0 and named else NCHW
+        if layout != "linear":
+            return layout  # type: ignore[return-value]
+        if WEIGHT_NAMES.search(self.name):
+            return LINEAR_WEIGHT
+        return LINEAR_BIAS if BIAS_NAMES.search(self.name) else LINEAR_INPUT
+
+
+def plans_of(target: Target) -> list[Plan]:
+    annotations = annotations_of(target)
+    facts = source_facts(target)
+    plans = []
+    for index, name in enumerate(target.parameters):
+        annotation = annotations.get(name, "")
+        if name in facts.indices and name not in target.defaults and annotation in ("", "Tensor"):
+            mask = is_mask(name)
+            reason = f"forward indexes with it: {'a bool mask' if mask else 'int64 indices'}"
+            plans.append(
+                Plan(index, name, TENSOR, None, reason, False, False, indices=True, mask=mask)
+            )
+        elif name in target.defaults:
+            default = target.defaults[name]
+            tensorish = default is None and bool("Tensor" in annotation or BIAS_NAMES.search(name))
+            reason = (
+                "None by default; `{shape: [...]}` checks its gradient too"
+                if tensorish
+                else "forward's default"
+            )
+            plans.append(
+                Plan(
+                    index, name, LITERAL, default, reason, flexible=False, optional_tensor=tensorish
+                )
+            )
+        elif "Tensor" in annotation:
+            reason = "Tensor in the op's schema" if target.schema_types else "annotated Tensor"
+            written = _written(target, index)
+            if written:  # torch allows no autograd formula for an op that mutates
+                reason = "written in place by the op (mutates_args): requires_grad false"
+            plans.append(Plan(index, name, TENSOR, None, reason, False, not written))
+        elif annotation in SCALAR_TYPES:
+            value = SCALAR_NAMES.get(name, SCALAR_TYPES[annotation])
+            reason = f"{annotation}, no default: choose a value"
+            plans.append(Plan(index, name, NUMBER, value, reason, flexible=False))
+        elif annotation in LIST_TYPES:
+            reason = f"{annotation}, no default: choose a value"
+            plans.append(Plan(index, name, NUMBER, LIST_TYPES[annotation], reason, False))
+        elif name in SCALAR_NAMES:
+            reason = "by its name: choose a value"
+            plans.append(Plan(index, name, NUMBER, SCALAR_NAMES[name], reason))
+        else:
+            plans.append(Plan(index, name, TENSOR, flexible=index > 0))
+    return plans
+
+
+def _written(target: Target, index: int) -> bool:
+    """An op's argument its schema marks written (`Tensor(a!)`, from mutates_args): the
+    target's dirty arguments, as `custom_ops` reads them off the schema."""
+    return target.op is not None and target.dirty.marks(index)

@@ -1,0 +1,133 @@
+"""The search for a base case: probe one assignment after another, repairing it where
+forward or backward complain (a number for a tensor, a 0-d tensor, another shape), and
+remember the fallbacks.
+
+Importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gradverify.inference.choice import NUMBER, TENSOR, Choice
+from gradverify.inference.plans import ELEMENTWISE, LISTED, NUMBERS, Plan
+from gradverify.inference.probe import NOT_FINITE, STAGES, ProbeOutcome, probe
+
+if TYPE_CHECKING:
+    from gradverify.target.loaded import Target
+
+
+class Search:
+    """Probes one assignment after another; remembers the fallbacks."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.forward_ran: list[Choice] | None = None
+        self.first_error: str | None = None
+        self.not_finite = False  # forward gave NaN or Inf somewhere: try a positive domain
+        self.probes = 0
+
+    def settle(self, choices: list[Choice], plans: Sequence[Plan]) -> list[Choice] | None:
+        """`choices`, or a neighbour of it, that forward and backward run on well; else None."""
+        outcome = self._probe(choices)
+        # Perhaps a parameter is a number (or a tensor) after all, or a 0-d tensor.
+        for repair in (_flipped(choices, plans), _zero_dimensional(choices, outcome)):
+            if outcome.stage == "done" or repair == choices:
+                continue
+            tried = self._probe(repair)
+            if STAGES.index(tried.stage) > STAGES.index(outcome.stage):
+                choices, outcome = repair, tried
+        if outcome.stage == "forward":
+            return None
+        self.forward_ran = self.forward_ran or choices
+        if outcome.wrong_shape:
+            choices, outcome = self._reshape(choices, plans, outcome)
+        if outcome.stage == "backward" or outcome.wrong_shape:
+            return None
+        return self._numbers_for_none(choices, plans, outcome.none)
+
+    def _reshape(
+        self, choices: list[Choice], plans: Sequence[Plan], outcome: ProbeOutcome
+    ) -> tuple[list[Choice], ProbeOutcome]:
+        """Arguments whose gradient has another shape: a 0-d tensor, then a number."""
+        for index in outcome.wrong_shape:
+            if index == 0:  # the first argument sets the shapes: its gradient is backward's to fit
+                continue
+            alternatives = [replace(choices[index], shape=(), reason="backward's gradient is 0-d")]
+            if plans[index].flexible:
+                alternatives += _numbers(
+                    choices[index], "backward's gradient does not fit a tensor"
+                )
+            for alternative in alternatives:
+                trial = [*choices[:index], alternative, *choices[index + 1 :]]
+                tried = self._probe(trial)
+                if tried.stage == "done" and index not in tried.wrong_shape:
+                    choices, outcome = trial, tried
+                    break
+        return choices, outcome
+
+    def _numbers_for_none(
+        self, choices: list[Choice], plans: Sequence[Plan], none: Sequence[int]
+    ) -> list[Choice]:
+        """A tensor whose gradient backward leaves None is a number, if forward takes one:
+        all of them at once first (`clamp(x, -qn, qp)` takes two numbers, not a number and a
+        tensor), then one at a time."""
+        reason = "backward returns None for it, and forward takes a number"
+        flexible = [i for i in none if plans[i].flexible and choices[i].kind == TENSOR]
+        if len(flexible) > 1:
+            for value in NUMBERS:
+                trial = [
+                    Choice(c.name, NUMBER, value=value, reason=reason) if i in flexible else c
+                    for i, c in enumerate(choices)
+                ]
+                tried = self._probe(trial)
+                if tried.stage == "done" and not tried.wrong_shape:
+                    return trial
+        for index in flexible:
+            listed = Choice(choices[index].name, NUMBER, value=NUMBERS, reason=LISTED)
+            for alternative in [*_numbers(choices[index], reason), listed]:
+                trial = [*choices[:index], alternative, *choices[index + 1 :]]
+                tried = self._probe(trial)
+                if tried.stage == "done" and not tried.wrong_shape:
+                    choices = trial
+                    break
+        return choices
+
+    def _probe(self, choices: Sequence[Choice]) -> ProbeOutcome:
+        self.probes += 1
+        outcome = probe(self.target, choices)
+        if outcome.stage == "forward" and self.first_error is None:
+            self.first_error = outcome.error
+        self.not_finite = self.not_finite or outcome.error == NOT_FINITE
+        return outcome
+
+
+def _flipped(choices: list[Choice], plans: Sequence[Plan]) -> list[Choice]:
+    """The flexible parameters as the other kind: tensors as numbers, numbers as tensors."""
+    flipped = []
+    for choice, plan in zip(choices, plans, strict=True):
+        if not plan.flexible:
+            flipped.append(choice)
+        elif choice.kind == TENSOR:
+            flipped.append(_numbers(choice, "forward uses it as one")[0])
+        else:
+            shape = choices[0].shape if choices and choices[0].kind == TENSOR else ELEMENTWISE
+            flipped.append(Choice(choice.name, TENSOR, shape, reason="forward rejects a number"))
+    return flipped
+
+
+def _zero_dimensional(choices: list[Choice], outcome: ProbeOutcome) -> list[Choice]:
+    """The tensors after the first as 0-d tensors (a scalar parameter such as Swish's beta)."""
+    reason = f"{outcome.stage} rejects shape {list(choices[0].shape)}" if choices else ""
+    return [
+        replace(choice, shape=(), reason=reason)
+        if index > 0 and choice.kind == TENSOR and choice.shape
+        else choice
+        for index, choice in enumerate(choices)
+    ]
+
+
+def _numbers(choice: Choice, reason: str) -> list[Choice]:
+    return [Choice(choice.name, NUMBER, value=value, reason=reason) for value in NUMBERS]
