@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
@@ -17,6 +18,25 @@ class Status(str, Enum):
     FAIL = "fail"
     SKIP = "skip"
     WARN = "warn"
+
+
+@dataclass(frozen=True)
+class Branches:
+    """Which branches of backward's source one case ran, as coverage.py counts them: an arc
+    (from line, to line) out of a line with more than one way on (`if`, `while`, `for`); a
+    negative `to` leaves the function."""
+
+    function: str  # "backward"
+    file: str
+    line: int  # where the function is defined (its `def`)
+    possible: tuple[tuple[int, int], ...]
+    taken: tuple[tuple[int, int], ...]
+
+    @staticmethod
+    def from_dict(plain: dict[str, Any]) -> Branches:
+        arcs = ("possible", "taken")
+        fields = {**plain, **{name: tuple(tuple(arc) for arc in plain[name]) for name in arcs}}
+        return Branches(**fields)
 
 
 @dataclass(frozen=True)
@@ -63,6 +83,8 @@ class Result:
     # What `analytical` and `numerical` stand for when not backward's value and the value it
     # is compared with by default: ("first run", "second run") for two backward runs.
     value_labels: tuple[str, str] | None = None
+    # Backward's branches this case ran (one result of the case carries them), if measured.
+    branches: Branches | None = None
 
     @property
     def failed(self) -> bool:
@@ -116,6 +138,53 @@ def finding_key(result: Result) -> tuple[object, ...] | None:
         result.analytical,
         result.numerical,
     )
+
+
+@dataclass(frozen=True)
+class BranchCoverage:
+    """The branches of one target's backward that its cases ran, all cases together."""
+
+    target: str
+    function: str
+    file: str
+    line: int
+    possible: tuple[tuple[int, int], ...]
+    taken: tuple[tuple[int, int], ...]
+
+    @property
+    def never(self) -> tuple[tuple[int, int], ...]:
+        return tuple(arc for arc in self.possible if arc not in self.taken)
+
+    @property
+    def complete(self) -> bool:
+        return not self.never
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "function": self.function,
+            "file": self.file,
+            "line": self.line,
+            "branches": len(self.possible),
+            "run": len(self.possible) - len(self.never),
+            "never": [list(arc) for arc in self.never],
+        }
+
+
+def branch_coverage(results: Sequence[Result]) -> list[BranchCoverage]:
+    """Per target, in the order met, the union of the branches its cases ran."""
+    found: dict[str, BranchCoverage] = {}
+    for result in results:
+        branches = result.branches
+        if branches is None:
+            continue
+        known = found.get(result.target)
+        taken = set(branches.taken) | (set(known.taken) if known is not None else set())
+        found[result.target] = BranchCoverage(
+            result.target, branches.function, branches.file, branches.line,
+            branches.possible, tuple(arc for arc in branches.possible if arc in taken),
+        )  # fmt: skip
+    return list(found.values())
 
 
 @dataclass(frozen=True)
@@ -203,4 +272,5 @@ class Report:
             "notes": list(self.notes),
             "coverage": self.coverage.to_dict() if self.coverage is not None else None,
             "inferred": {target: list(cases) for target, cases in self.inferred},
+            "branch_coverage": [found.to_dict() for found in branch_coverage(self.results)],
         }

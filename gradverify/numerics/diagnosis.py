@@ -353,3 +353,34 @@ def _between(low: float, high: float) -> str:
         if low <= candidate < high:
             return f"{candidate + 0.0:g}"  # + 0.0: a cut-off rounded to -0.0 reads 0
     return f"{low:.6g}"
+
+
+# Ops whose derivative is infinite at 0 (or NaN below it): inside `torch.where`, the branch
+# not taken is still differentiated, and 0 × inf is NaN in double backward.
+SINGULAR_AT_ZERO = frozenset({"sqrt", "rsqrt", "pow", "**", "log", "log2", "log10", "reciprocal"})
+
+
+def nan_second_derivative(ops: frozenset[str], inside_where: bool, place: str) -> str:
+    """The hint for a NaN (or infinite) second derivative where the first is finite, from the
+    ops backward applies (`ops`: those of SINGULAR_AT_ZERO it calls; `place`: `backward (line
+    41)`, say). Not `.detach()`: a non-finite value is no missing term."""
+    named = ", ".join(f"`{op}`" for op in sorted(ops))
+    if ops and inside_where:
+        return (
+            f"the second derivative is NaN where the first is finite: likely {named} at 0 (or "
+            f"below) inside `torch.where` in {place}. where picks the value but both branches "
+            "are differentiated, and the unused branch's infinite derivative times 0 is NaN. "
+            "The double-where trick: feed the op a safe value where it is not used, "
+            "`safe = torch.where(mask, x, torch.ones_like(x))`, then "
+            "`torch.where(mask, torch.sqrt(safe), 0)`"
+        )
+    if ops:
+        return (
+            f"the second derivative is NaN where the first is finite: likely {named} at 0 in "
+            f"{place}, whose derivative is infinite there; keep its input away from 0 "
+            "(`x.clamp_min(eps)`), or mask it with the double-where trick"
+        )
+    return (
+        f"the second derivative is NaN or infinite where the first is finite: likely an op in "
+        f"{place} whose derivative is infinite at these inputs (a division, sqrt or log at 0)"
+    )

@@ -57,6 +57,15 @@ class CaseContext:
             **fields,
         )
 
+    def first_order_passed(
+        self, checks: Sequence[str] = ("finite_difference", "gradcheck")
+    ) -> bool:
+        """Whether a first-order check of `checks` passed on this case and none failed: then
+        backward's values are the derivative's on these inputs, and no hint may say otherwise."""
+        earlier = [r for r in self.earlier if r.check in checks]
+        passed = any(r.status is Status.PASS for r in earlier)
+        return passed and not any(r.failed for r in earlier)
+
     def describe_argument(self, index: int) -> str:
         """`argument 1 (beta)`: position among all of forward's arguments, and its name."""
         name = self.target.argument_name(index)
