@@ -130,7 +130,9 @@ def test_source_file_and_backward_line_point_at_backward() -> None:
     assert target.source_file is not None
     lines = Path(target.source_file).read_text(encoding="utf-8").splitlines()
     assert target.backward_line is not None
-    assert "def backward" in "\n".join(lines[target.backward_line - 1 : target.backward_line + 1])
+    # the `def` line, not the `@staticmethod` above it that inspect starts at (issue 23)
+    assert lines[target.backward_line - 1].lstrip().startswith("def backward")
+    assert lines[target.backward_line - 2].strip() == "@staticmethod"
 
 
 def test_dotted_attribute_path(user_code: UserCode) -> None:

@@ -6,7 +6,11 @@ localized by group testing (`numerics/localizer.py`) instead of full second-orde
 
 from __future__ import annotations
 
+import ast
+import inspect
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import torch
@@ -28,8 +32,10 @@ from gradverify.checks.shared.modes import (
 )
 from gradverify.checks.shared.torch_gradcheck import parse_mismatch, second_order, torch_complaint
 from gradverify.inputs import differentiable_indices
+from gradverify.numerics import seeded
 from gradverify.numerics.compare import Comparison
 from gradverify.numerics.complex_parts import NO_PARTS, Parts
+from gradverify.numerics.diagnosis import SINGULAR_AT_ZERO, nan_second_derivative
 from gradverify.numerics.jacobian import (
     OutputLayout,
     analytical_jacobians,
@@ -41,6 +47,7 @@ from gradverify.numerics.localizer import examine_all
 from gradverify.numerics.noise import rounding_hint
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
+from gradverify.target.syntax import own_nodes, parsed_function
 from gradverify.usercode import UserCodeError, call_forward
 
 FIRST_ORDER_CHECKS = ("finite_difference", "gradcheck")
@@ -50,11 +57,17 @@ ONCE_DIFFERENTIABLE = (
     "no second derivative to check"
 )
 
+NOT_DIFFERENTIABLE = (
+    "backward is likely not differentiable as written (.detach(), .data, or values saved "
+    "without grad). Make backward differentiable with ordinary torch ops, or mark it "
+    "@once_differentiable so that double backward raises instead of returning wrong values"
+)
+# Said only where a first-order check passed on this case, and only of its inputs: other
+# inputs may still find the first derivative wrong.
 SILENTLY_WRONG = (
-    "the first derivative is right but the second is silently wrong: backward is likely not "
-    "differentiable as written (.detach(), .data, or values saved without grad). Make backward "
-    "differentiable with ordinary torch ops, or mark it @once_differentiable so that double "
-    "backward raises instead of returning wrong values"
+    "on this case's inputs the first derivative is right ({checks} passed) but the second is "
+    "silently wrong: " + NOT_DIFFERENTIABLE + ". Other inputs may still find a wrong first "
+    "derivative: `--explore N` tries N more draws"
 )
 
 
@@ -84,7 +97,7 @@ class GradgradcheckCheck:
                 # and misses wrong entries in large inputs; our projections look again.
                 found = self._randomized_search(context, arguments, wrt, grad_outputs, notes)
                 if found:
-                    return found
+                    return _non_finite_hinted(context, found)
             if failure is None:
                 passed = "torch.autograd.gradgradcheck passed" + (
                     " (fast_mode); random projections of the second derivatives match"
@@ -92,7 +105,8 @@ class GradgradcheckCheck:
                     else ""
                 )
                 return [context.result(self.id, Status.PASS, passed, notes=notes)]
-            return self._failure(context, failure, arguments, wrt, grad_outputs, notes, fast)
+            found = self._failure(context, failure, arguments, wrt, grad_outputs, notes, fast)
+            return _non_finite_hinted(context, found)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
 
@@ -100,16 +114,12 @@ class GradgradcheckCheck:
         outputs = call_forward(context.target.call, arguments)
         generator = context.generator(Salt.GRADGRADCHECK_GRAD_OUTPUTS)
 
-        def uniform(shape: torch.Size) -> torch.Tensor:
-            return torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1
+        def uniform(output: torch.Tensor) -> torch.Tensor:
+            return seeded.uniform(output.shape, generator, output.device) * 2 - 1
 
         # A complex output's grad_output has both parts, so both are checked.
         return [
-            (
-                torch.complex(uniform(o.shape), uniform(o.shape))
-                if o.is_complex()
-                else uniform(o.shape)
-            )
+            (torch.complex(uniform(o), uniform(o)) if o.is_complex() else uniform(o))
             .to(o.dtype)
             .requires_grad_()
             for _, o in differentiable_outputs(outputs)
@@ -231,12 +241,16 @@ class GradgradcheckCheck:
                 "the first derivative or backward's output is already wrong (see the checks "
                 "above); fix that first"
             )
-        if not earlier:  # nothing vouches for the first derivative, nor condemns it
-            return (
-                "no first-order check ran for this case; add finite_difference or gradcheck to "
-                "`checks`. If the first derivative is right, " + SILENTLY_WRONG.split(": ", 1)[1]
-            )
-        return SILENTLY_WRONG
+        if context.first_order_passed(FIRST_ORDER_CHECKS):
+            passed = [c for c in FIRST_ORDER_CHECKS if any(r.check == c for r in earlier)]
+            return SILENTLY_WRONG.format(checks=" and ".join(passed))
+        # nothing vouches for the first derivative, nor condemns it
+        why = "ran" if not earlier else "passed"
+        return (
+            f"no first-order check {why} for this case, so nothing vouches for the first "
+            "derivative; add finite_difference or gradcheck to `checks`. If it is right, "
+            + NOT_DIFFERENTIABLE
+        )
 
     def _mismatch(
         self,
@@ -265,6 +279,60 @@ class GradgradcheckCheck:
             max_abs_error=comparison.max_abs_error, max_rel_error=comparison.max_rel_error,
             mismatched=comparison.mismatched, total=comparison.total, hint=hint, notes=notes,
         )  # fmt: skip
+
+
+def _non_finite_hinted(context: CaseContext, results: list[Result]) -> list[Result]:
+    """A NaN or infinite second derivative where the first passed gets its own hint (ops
+    singular at 0, often inside `torch.where`), not that backward is not differentiable."""
+    if any(r.failed for r in context.earlier if r.check in (*FIRST_ORDER_CHECKS, "backward")):
+        return results  # the first derivative is already wrong: that hint stands
+    non_finite = [
+        r.failed and (
+            (r.analytical is not None and not math.isfinite(r.analytical))
+            or (r.analytical is None and "nan" in r.message.lower())
+        )
+        for r in results
+    ]  # fmt: skip
+    if not any(non_finite):
+        return results
+    ops, inside_where, place = _singular_ops(context)
+    hint = nan_second_derivative(ops, inside_where, place)
+    return [
+        replace(result, hint=hint) if flagged else result
+        for result, flagged in zip(results, non_finite, strict=True)
+    ]
+
+
+def _singular_ops(context: CaseContext) -> tuple[frozenset[str], bool, str]:
+    """The ops singular at 0 that backward's source applies, whether it also calls
+    `torch.where`, and where backward is (`backward (line 41)`): read from its syntax."""
+    backward = getattr(context.target.obj, "backward", None) if context.target.is_function else None
+    node = parsed_function(backward) if backward is not None else None
+    if backward is None or node is None:
+        return frozenset(), False, "backward"
+    ops: dict[str, int] = {}
+    where = False
+    for item in own_nodes(node):
+        name = _called(item)
+        if name in SINGULAR_AT_ZERO:
+            ops.setdefault(name, getattr(item, "lineno", 0))
+        elif isinstance(item, ast.BinOp) and isinstance(item.op, ast.Pow):
+            ops.setdefault("**", item.lineno)
+        where = where or name == "where"
+    first = getattr(inspect.unwrap(backward), "__code__", None)
+    if not ops or first is None:
+        return frozenset(ops), where, "backward"
+    line = first.co_firstlineno + min(ops.values()) - 1
+    return frozenset(ops), where, f"backward (line {line})"
+
+
+def _called(node: ast.AST) -> str | None:
+    """The name a call calls: `sqrt` for `torch.sqrt(x)`, `x.sqrt()` and `sqrt(x)`."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return node.func.id if isinstance(node.func, ast.Name) else None
 
 
 def _second_order_entry(

@@ -13,6 +13,7 @@ import torch
 from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, not_run
+from gradverify.engine.branch_coverage import measured_check, measuring, with_branches
 from gradverify.engine.explore import CHECK as EXPLORED_CHECK
 from gradverify.engine.folding import fold
 from gradverify.engine.off_kinks import settle_inputs
@@ -85,11 +86,17 @@ def run_case(
             return _told(observer, _case_fails(context, checks, message)), ()
         context = replace(context, arguments=arguments)
         results: list[Result] = []
+        measured = measured_check(checks)
         for check_id in checks:
             if observer is not None:
                 observer.check_started(check_id)
             started = time.perf_counter()
-            produced = _run_check(check_id, replace(context, earlier=tuple(results)))
+            if check_id == measured:  # which branches of backward the case runs
+                with measuring(job.target) as branches:
+                    produced = _run_check(check_id, replace(context, earlier=tuple(results)))
+                produced = with_branches(produced, branches())
+            else:
+                produced = _run_check(check_id, replace(context, earlier=tuple(results)))
             if spec.explore and check_id == EXPLORED_CHECK:  # --explore N: more draws
                 explored = replace(context, earlier=tuple(results))
                 produced, found = _explored(job, case, explored, produced)

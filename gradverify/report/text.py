@@ -21,11 +21,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from gradverify.report.branches import UNRUN, branch_line
 from gradverify.report.coverage import coverage_lines
 from gradverify.report.evidence import evidence
 from gradverify.report.maps import MismatchMap
 from gradverify.report.options import RenderOptions
-from gradverify.results import Report, Result, Status
+from gradverify.results import BranchCoverage, Report, Result, Status, branch_coverage
 
 STYLES = {
     Status.PASS: "green",
@@ -53,13 +54,17 @@ def render(report: Report, options: RenderOptions) -> str:
         console.print(Text(note, style="cyan"))
     expanded = False
     inferred = dict(report.inferred)
+    branches = {found.target: found for found in branch_coverage(report.results)}
     for target, of_target in groupby(report.results, key=lambda r: r.target):
         cases = [list(group) for _, group in groupby(of_target, key=lambda r: r.case)]
         if _one_line(target, cases, inferred, options):
             console.print(_inferred_line(target, cases, inferred[target], options.width))
-            continue
-        for results in cases:
-            expanded = _print_case(console, results, options) or expanded
+        else:
+            for results in cases:
+                expanded = _print_case(console, results, options) or expanded
+        found = branches.get(target)
+        if found is not None and not options.quiet and (options.verbose or not found.complete):
+            console.print(_branches(found))
     if expanded:
         console.print()
     if report.coverage is not None:
@@ -304,6 +309,8 @@ def _title(result: Result) -> str:
     """`✗ finite_difference · argument 1 (beta)`: plain text tells a failure from a warning."""
     subject = _subject(result)
     title = f"{MARKS[result.status]} {result.check}" + (f" · {subject}" if subject else "")
+    if result.internal:
+        return title + " (internal error of gradverify)"
     return title + (" (warning)" if result.status is Status.WARN else "")
 
 
@@ -365,12 +372,30 @@ def _headline(result: Result) -> str:
     return result.message
 
 
+def _branches(found: BranchCoverage) -> RenderableType:
+    """Backward's branches the target's cases ran; what a branch none ran means."""
+    style = "dim" if found.complete else STYLES[Status.WARN]
+    lines = [Text(branch_line(found), style=style)]
+    if not found.complete:
+        lines.append(Text(UNRUN, style="dim"))
+    return Padding(Group(*lines), (0, 0, 0, INDENT))
+
+
 # The run.
+
+
+def _verdict(report: Report) -> tuple[str, str]:
+    """PASSED or FAILED; never a green word for a run cut short or one that checked nothing."""
+    if report.interrupted:
+        return "INTERRUPTED (the cases that finished)", "bold yellow"
+    if not report.passed:
+        return "FAILED", "bold red"
+    return ("NOTHING CHECKED", "bold yellow") if not report.results else ("PASSED", "bold green")
 
 
 def _summary(report: Report, width: int, verbose: bool) -> Text:
     summary = report.summary
-    verdict = ("PASSED", "bold green") if report.passed else ("FAILED", "bold red")
+    verdict = _verdict(report)
     parts = [
         Text(verdict[0], style=verdict[1]),
         Text(f" {summary.targets} target(s),"),
@@ -385,4 +410,8 @@ def _summary(report: Report, width: int, verbose: bool) -> Text:
     if summary.not_applicable:
         parts.append(Text(f"{summary.not_applicable} not applicable,"))
     parts.append(Text(f"{summary.warnings} warning(s)"))
+    if report.internal_errors:
+        errors = len(report.internal_errors)
+        parts[-1].append(",")
+        parts.append(Text(f"{errors} internal error(s) of gradverify", style="bold red"))
     return _joined(parts, " ", width)

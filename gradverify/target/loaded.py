@@ -3,7 +3,9 @@ of the arguments forward writes into, and where an object's source is."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -95,10 +97,23 @@ def cloning(apply: Callable[..., Any], dirty: DirtyArguments) -> Callable[..., A
 
 
 def source_of(obj: Any) -> tuple[str | None, int | None]:
-    """The file and first line where `obj` (a function or class) is defined, if known."""
+    """The file and the line where `obj` (a function or class) is defined, if known: its
+    `def` or `class` line, below any decorator (inspect gives the first decorator's)."""
     try:
         file = inspect.getsourcefile(obj)
-        _, line = inspect.getsourcelines(obj)
+        lines, line = inspect.getsourcelines(obj)
     except (TypeError, OSError):
         return None, None
-    return file, line
+    return file, line + _decorator_lines(lines)
+
+
+def _decorator_lines(lines: list[str]) -> int:
+    """How many lines the decorators above a definition's `def` or `class` take."""
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (SyntaxError, ValueError):
+        return 0
+    node = tree.body[0] if tree.body else None
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.lineno - 1
+    return 0

@@ -1,0 +1,126 @@
+"""Which branches of backward a case ran, measured by coverage.py's branch coverage.
+
+One check of the case is measured (the first of MEASURED it runs), with coverage.py restricted
+to the file that defines backward, and the arcs kept are those out of backward's own lines
+with more than one way on. Nothing is measured, and nothing said, where backward has no
+Python source (a C++ op), where coverage.py is missing, where another tracer that is not
+coverage.py runs (a debugger), or where backward ran on another thread (autograd's device
+threads), so that no line of it was seen.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+from gradverify.results import Branches, Result
+from gradverify.target.loaded import Target
+
+# The checks that run backward on the case's own inputs, in the order preferred: the first
+# one a case runs is measured (backward's own check runs it three times and costs least).
+MEASURED = ("backward", "gradcheck", "finite_difference")
+FUNCTION = "backward"
+
+Arc = tuple[int, int]
+# coverage.py's warnings about its own measurement, none of them the user's business here.
+_QUIET = (
+    "no-data-collected", "module-not-imported", "module-not-measured", "trace-changed",
+    "include-ignored", "no-ctracer", "couldnt-parse",
+)  # fmt: skip
+
+
+def measured_check(checks: Sequence[str]) -> str | None:
+    """The check of `checks` whose run is measured, if any."""
+    return next((check for check in MEASURED if check in checks), None)
+
+
+@contextmanager
+def measuring(target: Target) -> Iterator[Callable[[], Branches | None]]:
+    """Measure what runs inside; the callable yielded gives backward's branches after."""
+    possible = _possible_of(target)
+    coverage = _started(possible[0]) if possible is not None else None
+    taken: list[Branches | None] = [None]
+    try:
+        yield lambda: taken[0]
+    finally:
+        if coverage is not None and possible is not None:
+            coverage.stop()
+            file, line, start, end, arcs = possible
+            executed = coverage.get_data().arcs(file) or []
+            ran = [arc for arc in executed if start <= abs(arc[0]) <= end]
+            if ran:  # backward ran on this thread, and was seen
+                kept = tuple(arc for arc in arcs if arc in set(ran))
+                taken[0] = Branches(FUNCTION, file, line, arcs, kept)
+
+
+def with_branches(results: list[Result], branches: Branches | None) -> list[Result]:
+    """`results` with the first of them carrying `branches`."""
+    if branches is None or not results:
+        return results
+    return [replace(results[0], branches=branches), *results[1:]]
+
+
+def _possible_of(target: Target) -> tuple[str, int, int, int, tuple[Arc, ...]] | None:
+    """(file, def line, first line, last line, branch arcs) of the target's backward."""
+    if not (target.is_function or target.op_name is not None):
+        return None  # a plain function: no backward of its own
+    if target.source_file is None or target.backward_line is None:
+        return None
+    return _branch_arcs(target.source_file, target.backward_line)
+
+
+@lru_cache(maxsize=64)
+def _branch_arcs(file: str, line: int) -> tuple[str, int, int, int, tuple[Arc, ...]] | None:
+    try:
+        from coverage.parser import PythonParser
+
+        with open(file, encoding="utf-8") as handle:
+            source = handle.read()
+        span = _function_span(source, line)
+        if span is None:
+            return None
+        parser = PythonParser(text=source, filename=file)
+        parser.parse_source()
+        arcs: set[Arc] = parser.arcs()
+        exits: dict[int, int] = parser.exit_counts()
+    except Exception:  # no coverage.py, no file, a parse coverage.py refuses: not measured
+        return None
+    start, def_line, end = span
+    branching = {
+        arc for arc in arcs if start <= arc[0] <= end and exits.get(arc[0], 0) > 1 and arc[0] > 0
+    }
+    if not branching:
+        return None  # no branch to report
+    return file, def_line, start, end, tuple(sorted(branching))
+
+
+def _function_span(source: str, line: int) -> tuple[int, int, int] | None:
+    """(first line with decorators, `def` line, last line) of the function defined at `line`."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if line in (first, node.lineno) and node.end_lineno is not None:
+                return first, node.lineno, node.end_lineno
+    return None
+
+
+def _started(file: str) -> Any:
+    """A coverage.py measurement of `file`, started; None where it cannot be."""
+    try:
+        import coverage
+    except ImportError:
+        return None
+    if sys.gettrace() is not None and coverage.Coverage.current() is None:
+        return None  # a debugger's or a profiler's tracer: left alone
+    measurement = coverage.Coverage(data_file=None, branch=True, include=[file], config_file=False)
+    measurement.set_option("run:disable_warnings", list(_QUIET))
+    try:
+        measurement.start()
+    except Exception:
+        return None
+    return measurement

@@ -1,0 +1,134 @@
+"""Functions for reports that claim no more than the evidence (issue 23): backward branches a
+case never runs, a NaN second derivative from sqrt inside torch.where, references whose own
+gradient is wrong, a complex reference that differs, and a second derivative wrong on every
+case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+# --- backward branches --------------------------------------------------------------------
+
+
+class SignedSquare(torch.autograd.Function):
+    """x·|x|, whose backward takes a shortcut when every element has one sign. A case with
+    elements of both signs runs only the general branch."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * x.abs()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        if bool((x > 0).all()):
+            return grad * 2 * x
+        elif bool((x < 0).all()):
+            return grad * -2 * x
+        return grad * 2 * x.abs()
+
+
+def signed_square(x: torch.Tensor) -> torch.Tensor:
+    return x * x.abs()
+
+
+# --- a NaN second derivative: sqrt inside torch.where -------------------------------------
+
+
+class SqrtRelu(torch.autograd.Function):
+    """sqrt(max(x, 0)) for x > 0, else 0; backward right, but its sqrt of the unused branch
+    is differentiated in double backward: NaN second derivatives where x <= 0."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.where(x > 0, torch.sqrt(x.clamp_min(0)), torch.zeros_like(x))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * torch.where(x > 0, 0.5 / torch.sqrt(x), torch.zeros_like(x))
+
+
+class SqrtReluSafe(SqrtRelu):
+    """SqrtRelu with the double-where trick: the sqrt sees 1 where it is not used."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        safe = torch.where(x > 0, x, torch.ones_like(x))
+        return grad * torch.where(x > 0, 0.5 / torch.sqrt(safe), torch.zeros_like(x))
+
+
+# --- references whose own gradient is wrong ----------------------------------------------
+
+
+class Cube(torch.autograd.Function):
+    """x³, correct."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x * x
+
+
+class CubeWrong(Cube):
+    """x³ with backward 2x² instead of 3x²."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x * x
+
+
+def cube_detached(x: torch.Tensor) -> torch.Tensor:
+    """x³ whose autograd gradient is x² (two factors detached): the reference is wrong."""
+    return x * x.detach() * x.detach()
+
+
+def cube(x: torch.Tensor) -> torch.Tensor:
+    return x**3
+
+
+# --- a complex Function against its reference ---------------------------------------------
+
+
+class ComplexRotate(torch.autograd.Function):
+    """z·(1+2j) for complex z, with the wrong constant in forward: (1-2j)."""
+
+    @staticmethod
+    def forward(ctx: Any, z: torch.Tensor) -> torch.Tensor:
+        return z * (1 - 2j)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * (1 + 2j)
+
+
+def complex_rotate(z: torch.Tensor) -> torch.Tensor:
+    return z * (1 + 2j)
+
+
+# --- a second derivative wrong in every case ----------------------------------------------
+
+
+class SquareDetached(torch.autograd.Function):
+    """x², whose backward detaches x: right first derivative, zero second derivative."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x.detach()

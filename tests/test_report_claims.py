@@ -1,0 +1,123 @@
+"""Reports that claim no more than the evidence (issue 23): which branches of backward the
+cases ran, a second derivative wrong "on this case's inputs" only where a first-order check
+passed, the NaN second-derivative hint, a reference whose own gradient is wrong, complex
+values with both parts (tests/functions/report_claims.py, tests/specs/report/claims.yaml)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from gradverify.report import FORMATS, RenderOptions
+from gradverify.results import branch_coverage
+from tests.functions import report_claims
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "tests" / "specs" / "report" / "claims.yaml"
+FUNCTIONS = "tests.functions.report_claims"
+
+
+@pytest.fixture(scope="module")
+def report(run_spec):
+    return run_spec(SPEC)
+
+
+def line_of(function: object, text: str) -> int:
+    lines, first = inspect.getsourcelines(function)  # type: ignore[arg-type]
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+# Branch coverage.
+
+
+def test_the_branches_no_case_ran_are_named(report):
+    found = {item.target: item for item in branch_coverage(report.results)}
+    signed = found[f"{FUNCTIONS}:SignedSquare"]
+    backward = report_claims.SignedSquare.backward
+    positive = line_of(backward, "return grad * 2 * x\n")
+    negative = line_of(backward, "return grad * -2 * x")
+    assert (len(signed.possible), len(signed.never)) == (4, 2)
+    assert sorted(to for _, to in signed.never) == [positive, negative]
+    assert signed.line == line_of(backward, "def backward")
+
+
+def test_the_branch_line_is_in_text_and_json(report):
+    found = {item.target: item for item in branch_coverage(report.results)}
+    signed = found[f"{FUNCTIONS}:SignedSquare"]
+    lines = sorted(to for _, to in signed.never)
+    text = FORMATS["text"](report, RenderOptions())
+    assert f"backward: 2 of 4 branches run (lines {lines[0]}, {lines[1]} never)" in text
+    plain = json.loads(FORMATS["json"](report, RenderOptions()))
+    (entry,) = [e for e in plain["branch_coverage"] if e["target"].endswith(":SignedSquare")]
+    assert (entry["branches"], entry["run"]) == (4, 2)
+    assert sorted(arc[1] for arc in entry["never"]) == lines
+    assert all("results" in plain and "summary" in plain for _ in [0])  # the contract stays
+
+
+def test_every_branch_run_is_not_printed_and_a_case_on_one_side_adds_its_branch(run_spec):
+    report = run_spec(
+        f"""
+        target: {FUNCTIONS}:SignedSquare
+        checks: [backward]
+        cases:
+          - {{name: mixed, inputs: [{{shape: [6], low: -1.0, high: 1.0}}]}}
+          - {{name: positive, inputs: [{{shape: [6], low: 0.5, high: 1.0}}]}}
+          - {{name: negative, inputs: [{{shape: [6], low: -1.0, high: -0.5}}]}}
+        """
+    )
+    (found,) = branch_coverage(report.results)
+    assert found.complete
+    assert "branches run" not in FORMATS["text"](report, RenderOptions())
+    assert "backward: 4 of 4 branches run" in FORMATS["text"](report, RenderOptions(verbose=True))
+
+
+def test_no_branch_coverage_for_a_function_without_a_backward(run_spec):
+    report = run_spec(
+        f"""
+        target: {FUNCTIONS}:signed_square
+        checks: [backward, finite_difference]
+        cases: [{{name: plain, inputs: [{{shape: [4]}}]}}]
+        """
+    )
+    assert branch_coverage(report.results) == []
+    assert all(result.branches is None for result in report.results)
+
+
+# "The first derivative is right", and only on this case's inputs.
+
+
+def test_a_second_derivative_wrong_where_the_first_passed_is_said_of_this_case(report, find):
+    for result in find(report, target=f"{FUNCTIONS}:SquareDetached", check="gradgradcheck"):
+        assert result.failed
+        assert "on this case's inputs the first derivative is right" in result.hint
+        assert "finite_difference passed" in result.hint
+        assert "--explore" in result.hint
+
+
+def test_no_first_derivative_is_right_without_a_first_order_pass(run_spec, only):
+    report = run_spec(
+        f"""
+        target: {FUNCTIONS}:SquareDetached
+        checks: [gradgradcheck]
+        cases: [{{name: alone, inputs: [{{shape: [3]}}]}}]
+        """
+    )
+    result = only(report, check="gradgradcheck")
+    assert result.failed
+    assert "first derivative is right" not in result.hint
+    assert "no first-order check ran" in result.hint
+
+
+# NaN second derivatives.
+
+
+def test_a_nan_second_derivative_from_sqrt_inside_where_gets_the_double_where_hint(report, find):
+    (failure, *_) = find(report, target=f"{FUNCTIONS}:SqrtRelu", check="gradgradcheck")
+    assert failure.failed
+    assert "double-where trick" in failure.hint
+    assert "`sqrt`" in failure.hint and "torch.where" in failure.hint
+    assert ".detach()" not in failure.hint
+    assert not find(report, target=f"{FUNCTIONS}:SqrtReluSafe", status="fail")
