@@ -17,8 +17,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
+# triton (a 290 MB wheel, no torch of its own) so that the Triton examples' tests run in CI
+# through Triton's interpreter; without it they skip.
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,triton]'
 	touch $@
 
 install: $(VENV)/.installed
