@@ -44,6 +44,7 @@ def diagnose(
     numbers: Mapping[str, float] | None = None,
     outputs: OutputShapes = (),
     indices: Mapping[str, torch.Tensor] | None = None,
+    per_element: bool = False,
 ) -> str | None:
     """A plain-words hint for a mismatching Jacobian block [rows, argument elements].
 
@@ -56,7 +57,9 @@ def diagnose(
     `numbers`: forward's number arguments by name; a constant factor equal to one of them
     (or its inverse) is named after it. `outputs`: (output index, shape) of the rows, in order,
     for hints per output and along axes; `indices`: forward's integer tensor arguments by name,
-    for repeated indices (`numerics/patterns.py`).
+    for repeated indices (`numerics/patterns.py`). `per_element`: the block is one row, a
+    gradient vᵀJ compared element by element (as `reference` compares), so a region of the
+    argument's values can be read off it as off a diagonal Jacobian.
     """
     if not off.any() or analytical.is_complex() or numerical.is_complex():
         return None
@@ -113,7 +116,7 @@ def diagnose(
             f"the gradient of {argument_name} is transposed: likely a matrix product in the wrong "
             "order (e.g. `x.T @ grad` where `grad.T @ x` belongs)"
         )
-    if _elementwise(analytical, numerical, atol):
+    if per_element or _elementwise(analytical, numerical, atol):
         region = _region(analytical, numerical, off, argument, argument_name, atol, rtol, excused)
         if region is not None:
             return region
@@ -340,10 +343,25 @@ def _region(
         low, high, side = highest_wrong, lowest_right, "<"
     else:
         return None
+    cause = _wrong_side(analytical[:, wrong], numerical[:, wrong], atol, rtol)
     return (
         f"wrong only where {name} {side} {_between(low, high)} ({count}; the cut-off lies "
-        f"between {low:.4g} and {high:.4g}): likely a mask or branch for that region"
+        f"between {low:.4g} and {high:.4g}){cause}"
     )
+
+
+def _wrong_side(analytical: torch.Tensor, numerical: torch.Tensor, atol: float, rtol: float) -> str:
+    """What the wrong side of a region shows: the opposite sign, zero, or neither."""
+    allowed = _tolerance(numerical, atol, rtol)
+    significant = numerical.abs() > allowed
+    if bool(significant.any()) and bool(((analytical + numerical).abs() <= allowed).all()):
+        return (
+            ", with the opposite sign there (analytical = -numerical): likely a flipped sign "
+            "in the branch for that region"
+        )
+    if bool((analytical.abs() <= atol).all()):
+        return ", where backward gives 0: likely a mask or branch that drops that region"
+    return ": likely a mask or branch for that region"
 
 
 def _between(low: float, high: float) -> str:

@@ -24,3 +24,4 @@ class Salt(IntEnum):
     FUNC_DIRECTION = 910  # + the argument's index: a random direction u for wᵀJu
     LOCALIZER_PROJECTIONS = 4_001  # + offsets per projection; away from the salts above
     DIAGONAL_PROBE = 6_007  # a seed of its own (not mixed with the case's seed)
+    OWN_PRECISION_DIRECTIONS = 7_001  # finite_difference's float32 directions u and weights v

@@ -1,7 +1,9 @@
 """`finite_difference`: our own central differences against backward, per argument, in float64.
 
 In randomized mode (`checks/shared/modes.py`) the full Jacobians give way to random projections,
-with group testing to name a wrong entry (`numerics/localizer.py`).
+with group testing to name a wrong entry (`numerics/localizer.py`). A kernel that refuses
+float64, or computes in float32 whatever it is given, is checked in float32 instead
+(`checks/shared/own_precision.py`, `own_precision.py` here).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from gradverify.checks.finite_difference.own_precision import run_own_precision
 from gradverify.checks.shared.case import (
     CaseContext,
     crash_result,
@@ -21,6 +24,7 @@ from gradverify.checks.shared.modes import (
     projected_measure,
     randomized_verdict,
 )
+from gradverify.checks.shared.own_precision import own_precision
 from gradverify.checks.shared.real_case import realify
 from gradverify.inputs import differentiable_indices
 from gradverify.numerics.localizer import examine_all
@@ -50,6 +54,9 @@ class FiniteDifferenceCheck:
             # Declared by the user; shown only while nothing else checks backward's values.
             checked = context.spec.expected_gradient is not None
             return [context.result(self.id, Status.SKIP, SURROGATE_SKIP, applies=not checked)]
+        plan = own_precision(context) if context.spec.gradient == "exact" else None
+        if plan is not None:
+            return run_own_precision(context, self.id, wrt, plan)
         arguments, notes, fast = float64_case(context)
         if fast:
             return randomized_run(context, self.id, arguments, wrt, notes)

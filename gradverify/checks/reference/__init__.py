@@ -352,28 +352,49 @@ def _hint(
             f"in {in_code}{largest}"
         )
     if low:
+        lead = f"more error than rounding in {dtype_name(dtype)} explains"
+        pattern = _pattern(context, item, finding, dtype) if index is not None else None
+        if pattern:
+            return f"{lead}; {pattern}"
         return (
-            f"more error than rounding in {dtype_name(dtype)} explains: likely a wrong term or constant "
-            f"in {in_code}, or an intermediate or an accumulation kept in {dtype_name(dtype)} where "
-            "float32 belongs"
+            f"{lead}: likely a wrong term or constant in {in_code}, or an intermediate or an "
+            f"accumulation kept in {dtype_name(dtype)} where float32 belongs"
         )
     if index is None:
         return (
             "the forward computes something other than the reference: likely a wrong formula or "
             "constant in forward (or a reference that is not the same function)"
         )
+    pattern = _pattern(context, item, finding, dtype)
+    lead = "the forward agrees with the reference but this gradient does not"
+    return f"{lead}; {pattern}" if pattern else f"{lead}: likely a wrong derivative in backward"
+
+
+def _pattern(
+    context: CaseContext, item: Item, finding: PrecisionLoss, dtype: torch.dtype
+) -> str | None:
+    """The pattern of a gradient's errors, read as `finite_difference` reads a Jacobian's
+    (sign, region, factor, transpose), from the gradient vᵀJ element by element."""
+    index = item.input_index
+    assert index is not None
     argument = context.arguments[index]
-    pattern = diagnose(
-        item.function.reshape(1, -1),
-        item.reference.reshape(1, -1),
+    if dtype == torch.float64:
+        expected, atol, rtol = item.reference, context.tolerance.atol, context.tolerance.rtol
+    else:
+        # Against the float64 truth. An element within the allowance is right; the patterns
+        # ask for clear margins (a region's right side within a tenth of the tolerance).
+        assert item.truth is not None
+        expected, atol, rtol = item.truth, 10 * finding.allowed, 0.0
+    return diagnose(
+        item.function.reshape(1, -1).to(torch.float64),
+        expected.reshape(1, -1).to(torch.float64),
         finding.off.reshape(1, -1),
         argument if isinstance(argument, torch.Tensor) else None,
         context.target.argument_name(index) or f"argument {index}",
-        context.tolerance.atol,
-        context.tolerance.rtol,
+        atol,
+        rtol,
+        per_element=True,
     )
-    lead = "the forward agrees with the reference but this gradient does not"
-    return f"{lead}; {pattern}" if pattern else f"{lead}: likely a wrong derivative in backward"
 
 
 def _truth_note(dtype: torch.dtype) -> str:

@@ -34,6 +34,7 @@ class PrecisionLoss:
     off: torch.Tensor  # their mask
     flat: int = 0  # the worst element's position in the flattened tensor
     budget: str = ""  # lower dtypes: both errors and the allowance, in words
+    allowed: float = 0.0  # lower dtypes: the allowance itself
     details: tuple[str, ...] = ()
 
 
@@ -81,7 +82,7 @@ def budget_finding(
     )
     if not judged.all():
         budget += f" ({int((~judged).sum())} element(s) not judged: the reference overflows there)"
-    return dataclasses.replace(finding, budget=budget, details=(at_worst,))
+    return dataclasses.replace(finding, budget=budget, details=(at_worst,), allowed=allowed)
 
 
 def _widen(value: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

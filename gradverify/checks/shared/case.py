@@ -22,6 +22,9 @@ class CaseMemo:
 
     output_elements: int | None = None  # differentiable output elements, from one forward
     forward_raised: bool = False  # that forward raised: the size is unknown
+    # checks/shared/own_precision.py: whether the case is checked in its own precision
+    own_precision_probed: bool = False
+    own_precision: object = None  # its OwnPrecision, or None: the float64 checks apply
 
 
 @dataclass(frozen=True)
