@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,34 @@ def test_a_nan_second_derivative_from_sqrt_inside_where_gets_the_double_where_hi
     assert "`sqrt`" in failure.hint and "torch.where" in failure.hint
     assert ".detach()" not in failure.hint
     assert not find(report, target=f"{FUNCTIONS}:SqrtReluSafe", status="fail")
+
+
+# A reference whose own gradient is wrong; no surrogate hint where finite_difference passed.
+
+
+def test_a_reference_whose_own_gradient_is_wrong_is_the_finding(report, only):
+    result = only(report, target=f"{FUNCTIONS}:Cube", check="reference")
+    assert result.status.value == "warn"  # the Function is right: never called wrong
+    assert result.message.startswith("the reference's own gradient of argument 0 (x) is wrong")
+    assert "surrogate" not in result.hint
+    assert f"{FUNCTIONS}:cube_detached" in result.hint
+    # autograd through x·x̂·x̂ gives x² (times the seed), its finite differences 3x²
+    assert result.numerical == pytest.approx(3 * result.analytical, rel=1e-5)
+
+
+def test_a_wrong_function_still_fails_against_a_right_reference(report, only):
+    result = only(report, target=f"{FUNCTIONS}:CubeWrong", check="reference")
+    assert result.failed
+    assert "reference's own gradient" not in result.message
+
+
+# Complex values show both parts.
+
+
+def test_a_complex_reference_failure_shows_both_parts(report, find):
+    (output, *_) = find(report, target=f"{FUNCTIONS}:ComplexRotate", check="reference")
+    assert output.failed and output.output_index is not None
+    function, reference = re.search(r"Function (\S+), reference (\S+) ", output.message).groups()
+    assert complex(function) != complex(reference)
+    assert complex(function).imag != 0 and complex(reference).imag != 0
+    assert complex(function).real == pytest.approx(output.analytical, rel=1e-5)

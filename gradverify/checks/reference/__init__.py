@@ -34,6 +34,7 @@ from gradverify.checks.reference.low_precision import (
     dtype_name,
     tolerance_finding,
 )
+from gradverify.checks.reference.own_gradient import judged_by_finite_differences
 from gradverify.checks.shared.backward_call import Run, autograd_gradients
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.errors import TargetError
@@ -80,7 +81,13 @@ class ReferenceCheck:
             return [self._crash(context, error)]
         except _Mismatch as mismatch:
             return [context.result(self.id, Status.FAIL, str(mismatch), **mismatch.fields)]
-        return _judge(context, self.id, _items(context, function, theirs, truth), dtype)
+        results = _judge(context, self.id, _items(context, function, theirs, truth), dtype)
+        # Where backward passed finite_difference, a disagreeing reference is asked too.
+        generator = context.generator(Salt.REFERENCE_GRAD_OUTPUTS)
+        seeds = _grad_outputs(function.outputs, theirs.outputs, generator)
+        return judged_by_finite_differences(
+            context, reference.call, theirs.arguments, seeds, results
+        )
 
     def _crash(self, context: CaseContext, error: UserCodeError) -> Result:
         if error.phase.startswith("the Function"):
@@ -305,7 +312,7 @@ def _failure(
     else:
         message = (
             f"{item.label} differs from the reference at {where}: Function "
-            f"{finding.analytical:.6g}, reference {finding.numerical:.6g} "
+            f"{finding.analytical_text}, reference {finding.numerical_text} "
             f"({finding.mismatched} of {finding.total} elements off)"
         )
     return context.result(

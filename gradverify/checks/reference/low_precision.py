@@ -36,6 +36,10 @@ class PrecisionLoss:
     budget: str = ""  # lower dtypes: both errors and the allowance, in words
     allowed: float = 0.0  # lower dtypes: the allowance itself
     details: tuple[str, ...] = ()
+    # The two values as the report writes them: both parts of a complex value ("1.5-2j"),
+    # where `analytical` and `numerical` keep the real part.
+    analytical_text: str = ""
+    numerical_text: str = ""
 
 
 def tolerance_finding(
@@ -70,10 +74,10 @@ def budget_finding(
     allowed = k * reference_error + floor
     finding = _finding(ours, truth, errors, judged & ~(errors <= allowed), judged)
     flat = finding.flat
+    theirs_text = shown(theirs.reshape(-1)[flat]) if ours.numel() else "0"
     at_worst = (
-        f"at element {list(finding.element)}: Function {finding.analytical:.6g}, reference in "
-        f"{dtype_name(dtype)} {scalar(theirs.reshape(-1)[flat]) if ours.numel() else 0.0:.6g}, "
-        f"float64 truth {finding.numerical:.6g}"
+        f"at element {list(finding.element)}: Function {finding.analytical_text}, reference in "
+        f"{dtype_name(dtype)} {theirs_text}, float64 truth {finding.numerical_text}"
     )
     budget = (
         f"Function's error {sci(error)}, reference's own {dtype_name(dtype)} error "
@@ -107,7 +111,7 @@ def _finding(
     judged: torch.Tensor,
 ) -> PrecisionLoss:
     if error.numel() == 0:
-        return PrecisionLoss(True, (), 0.0, 0.0, 0.0, None, 0, 0, off)
+        return PrecisionLoss(True, (), 0.0, 0.0, 0.0, None, 0, 0, off)  # nothing to show
     # The worst element among those off, or the worst judged one when none is.
     ranked = torch.where(off if off.any() else judged, error, torch.full_like(error, -1.0))
     flat = int(torch.argmax(ranked.reshape(-1)).item())
@@ -125,11 +129,21 @@ def _finding(
         total=error.numel(),
         off=off,
         flat=flat,
+        analytical_text=shown(ours.reshape(-1)[flat]),
+        numerical_text=shown(theirs.reshape(-1)[flat]),
     )
 
 
 def max_value(values: torch.Tensor) -> float:
     return float(values.max().item()) if values.numel() else 0.0
+
+
+def shown(value: torch.Tensor) -> str:
+    """One element as a report writes it: `1.5`, or both parts of a complex one, `1.5-2j`."""
+    if not value.is_complex():
+        return f"{float(value.item()):.6g}"
+    number = complex(value.item())
+    return f"{number.real:.6g}{number.imag:+.6g}j"
 
 
 def scalar(value: torch.Tensor) -> float:
