@@ -17,7 +17,10 @@ def run_record(command: list[str], specs: str | None, shrink: bool) -> int:
 
     spec_paths = load_config(formats=FORMAT_NAMES).spec_paths
     spec_dir = Path(specs or (spec_paths[0] if spec_paths else "specs"))
-    recording = run_recording(command, spec_paths, spec_dir, shrink)
+    # `--specs DIR` writes there: the specs in the configured paths are not extended, nor
+    # do the signatures they hold keep a call out of DIR.
+    searched = [] if specs else spec_paths
+    recording = run_recording(command, searched, spec_dir, shrink)
     for line in summary(recording, command):
         typer.echo(line)
     return ExitCode.OK if recording.exit_code == 0 else ExitCode.FAILED

@@ -2,7 +2,9 @@
 run, written as spec cases.
 
 probe.py (and site/sitecustomize.py, which loads it into the user's processes) records;
-records.py reads what it wrote; cases.py turns a recorded call into a case's inputs;
-shrink.py makes large shapes small while forward and backward still accept them; specs.py
-writes or extends spec files; run.py runs the command and ties them together.
+records.py reads what it wrote; summary.py groups the calls into few cases and tells the
+run's constants; cases.py turns a recorded call into a case's inputs (readable.py writes
+its numbers); shrink.py makes large shapes small while forward and backward still accept
+them; variants.py adds what the run did not show; specs.py writes or extends spec files;
+run.py runs the command and ties them together.
 """

@@ -1,6 +1,6 @@
 """A recorded call as a spec case: its name (after the call site), its inputs (small integer
-tensors as `values`, others as shape, dtype and the recorded range, a little wider) and the
-comments that say what was recorded."""
+tensors and constants as `values`, others as shape, dtype and the recorded range, a little
+wider) and the comments that say what was recorded."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import contextlib
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from gradverify.record.readable import readable, readable_values
 from gradverify.record.records import Argument, RecordedCall, RecordedTensor
 
 WIDEN = 0.01  # a recorded range is widened by this fraction of its span on each side
@@ -30,6 +31,8 @@ class RecordedCase:
     inputs: list[Any]
     notes: list[str]  # one per input: its name and what was recorded
     shrunk_from: dict[int, tuple[int, ...]]  # input index -> recorded shape, when shrunk
+    covers: tuple[str, ...] = ()  # the signatures of other calls this case stands for
+    variant: str | None = None  # what a case added to a recorded one changes (None: recorded)
 
 
 def case_name(site: str | None, project: Path) -> str:
@@ -82,31 +85,67 @@ def recorded_case(
     name: str,
     parameters: Sequence[str],
     defaults: Mapping[str, Any],
+    constants: frozenset[int] = frozenset(),
+    seen: Mapping[int, Sequence[float]] | None = None,
 ) -> RecordedCase:
-    """The case for `call`; Unwritable if an argument cannot be written in a spec."""
+    """The case for `call`; Unwritable if an argument cannot be written in a spec. The
+    arguments at `constants` keep their recorded values and are never differentiated; every
+    other float tensor is, whatever requires_grad it had in the run. `seen`: the values a
+    float literal took in the calls this case stands for."""
     arguments = positional(call, parameters, defaults)
-    # A call with no input requiring grad (a test under no_grad) still gets every float
-    # input checked; otherwise inputs that did not require grad are written so.
-    any_grad = any(a.tensor is not None and a.tensor.requires_grad for a in arguments)
     inputs: list[Any] = []
     notes: list[str] = []
     for index, argument in enumerate(arguments):
         label = parameters[index] if index < len(parameters) else f"argument {index}"
         if argument.other is not None:
             raise Unwritable(f"{label} is a {argument.other}, which a spec cannot give")
+        note = f"{label}: {argument.describe()}"
         if argument.tensor is not None:
-            inputs.append(tensor_item(argument.tensor, any_grad))
+            constant = index in constants and argument.tensor.values is not None
+            inputs.append(tensor_item(argument.tensor, constant))
+            if constant:
+                note += ", a constant in the run: its values, never differentiated"
+            elif argument.tensor.is_floating and not argument.tensor.requires_grad:
+                note += ", no grad in the run"
+        elif isinstance(argument.literal, float):
+            inputs.append(readable(argument.literal))
+            values = sorted(set((seen or {}).get(index, ())))
+            if len(values) > 1:
+                note = f"{label}: {_shown(argument.literal)}, one of {len(values)} values "
+                note += f"recorded in [{_shown(values[0])}, {_shown(values[-1])}]"
         else:
             inputs.append(argument.literal)
-        notes.append(f"{label}: {argument.describe()}")
+        notes.append(note)
     return RecordedCase(name, call, inputs, notes, {})
 
 
-def tensor_item(tensor: RecordedTensor, keep_requires_grad: bool) -> dict[str, Any]:
-    """A tensor input: `values` for a small integer or bool tensor, else shape and range."""
+def undifferentiated(
+    case: RecordedCase, arguments: Sequence[Argument], none: frozenset[int], kept: frozenset[int]
+) -> RecordedCase:
+    """`case` with the float inputs backward returns None for written `requires_grad: false`;
+    those in `kept` as constants (their recorded values)."""
+    inputs, notes = list(case.inputs), list(case.notes)
+    for index in sorted(none):
+        tensor = arguments[index].tensor
+        if index in kept and tensor is not None:
+            inputs[index] = tensor_item(tensor, constant=True)
+            notes[index] += ", backward returns None for it: a constant, its values"
+        else:
+            inputs[index] = {**inputs[index], "requires_grad": False}
+            notes[index] += ", backward returns None for it"
+    return replace(case, inputs=inputs, notes=notes)
+
+
+def _shown(value: float) -> str:
+    return repr(readable(value))
+
+
+def tensor_item(tensor: RecordedTensor, constant: bool = False) -> dict[str, Any]:
+    """A tensor input: `values` for a small integer or bool tensor and for a constant (with
+    `requires_grad: false`), else shape and range."""
     item: dict[str, Any] = {}
-    if tensor.values is not None:
-        item["values"] = tensor.values
+    if tensor.values is not None and (constant or not tensor.is_floating):
+        item["values"] = readable_values(tensor.values, tensor.dtype)
         item["dtype"] = tensor.dtype
     else:
         item["shape"] = list(tensor.shape)
@@ -114,7 +153,7 @@ def tensor_item(tensor: RecordedTensor, keep_requires_grad: bool) -> dict[str, A
         bounds = _bounds(tensor)
         if bounds is not None:
             item["low"], item["high"] = bounds
-    if tensor.is_floating and keep_requires_grad and not tensor.requires_grad:
+    if constant:
         item["requires_grad"] = False
     if tensor.device != "cpu":
         item["device"] = tensor.device
@@ -131,7 +170,7 @@ def _bounds(tensor: RecordedTensor) -> tuple[float, float] | None:
             return (low - 1, high) if low > 0 else (low, high + 1)
         return low, high
     if tensor.dtype.startswith("complex"):  # recorded: the largest magnitude
-        return -high, high
+        return -readable(high), readable(high)
     return widened(low, high)
 
 
@@ -141,7 +180,8 @@ def widened(low: float, high: float) -> tuple[float, float]:
     span = high - low
     if span <= 0:
         pad = max(abs(low) * 0.1, 0.1)
-        return (low, low + pad) if low >= 0 else (low - pad, low)
+        bounds = (low, low + pad) if low >= 0 else (low - pad, low)
+        return readable(bounds[0]), readable(bounds[1])
     pad = span * WIDEN
     new_low, new_high = _outward(low - pad, math.floor), _outward(high + pad, math.ceil)
     if low > 0:
@@ -156,7 +196,7 @@ def widened(low: float, high: float) -> tuple[float, float]:
         new_low = max(new_low, -1.0)
     if high <= 1:
         new_high = min(new_high, 1.0)
-    return new_low, new_high
+    return readable(new_low), readable(new_high)
 
 
 def _outward(value: float, rounding: Any) -> float:

@@ -57,6 +57,15 @@ class Argument:
             return [list(self.tensor.shape), self.tensor.dtype, self.tensor.requires_grad]
         return self.other if self.other is not None else ["literal", self.literal]
 
+    def pattern(self) -> Any:
+        """The signature less what one case summarises: which tensors required grad, and the
+        value of a float literal (a loop over `alpha` is one case, with the values' range)."""
+        if self.tensor is not None:
+            return [list(self.tensor.shape), self.tensor.dtype]
+        if self.other is None and isinstance(self.literal, float):
+            return ["literal", "float"]
+        return self.signature()
+
 
 @dataclass(frozen=True)
 class RecordedCall:
@@ -77,8 +86,22 @@ class RecordedCall:
             [argument.signature() for argument in self.arguments],
             {name: argument.signature() for name, argument in sorted(self.keywords.items())},
         ]
-        text = json.dumps(parts, sort_keys=True, default=repr)
-        return hashlib.sha256(text.encode()).hexdigest()[:8]
+        return _digest(parts)
+
+    @property
+    def pattern(self) -> str:
+        """The digest of what calls summarised in one case share (Argument.pattern)."""
+        parts = [
+            self.target,
+            [argument.pattern() for argument in self.arguments],
+            {name: argument.pattern() for name, argument in sorted(self.keywords.items())},
+        ]
+        return _digest(parts)
+
+
+def _digest(parts: Any) -> str:
+    text = json.dumps(parts, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def read_records(path: Path) -> list[RecordedCall]:

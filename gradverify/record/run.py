@@ -9,11 +9,19 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gradverify.errors import GradverifyError, UsageError
-from gradverify.record.cases import RecordedCase, Unwritable, case_name, recorded_case
+from gradverify.record.cases import (
+    RecordedCase,
+    Unwritable,
+    case_name,
+    positional,
+    recorded_case,
+    undifferentiated,
+)
 from gradverify.record.probe import ENV
 from gradverify.record.records import RecordedCall, read_records
 from gradverify.record.specs import (
@@ -23,7 +31,11 @@ from gradverify.record.specs import (
     unique_name,
     write_cases,
 )
+from gradverify.record.summary import Call, Group, constant_candidates, grouped, has_gradients
 from gradverify.spec.identity import canonical
+
+if TYPE_CHECKING:
+    from gradverify.target.loaded import Target
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
 
@@ -112,10 +124,13 @@ def _update(
     signatures = recorded_signatures(entries)
     names = {case.name for entry in entries for case in entry.spec.cases}
     update.kept = len(names)
-    new = [call for call in calls if call.signature not in signatures]
+    new = [
+        call
+        for call in calls
+        if call.signature not in signatures and call.pattern not in signatures
+    ]
     if not new:
         return update  # nothing to write: the target is not even imported, nor torch
-    from gradverify.record.shrink import shrink as shrunk
     from gradverify.target.loading import load_target
 
     try:
@@ -123,17 +138,71 @@ def _update(
     except GradverifyError as error:
         update.skipped.append(error.render())
         return update
-    cases: list[RecordedCase] = []
+    positioned: list[Call] = []
     for call in new:
-        name = unique_name(case_name(call.site, project), names)
         try:
-            case = recorded_case(call, name, loaded.parameters, loaded.defaults)
+            positioned.append((call, positional(call, loaded.parameters, loaded.defaults)))
         except Unwritable as error:
             update.skipped.append(f"the call at {call.site}: {error}")
-            continue
-        cases.append(shrunk(loaded, case) if shrink else case)
+    cases = _cases(loaded, positioned, names, project, shrink)
     write_cases(update, cases, entries[0] if entries else None, spec_dir, project)
     return update
+
+
+def _cases(
+    loaded: Target, positioned: Sequence[Call], names: set[str], project: Path, shrink: bool
+) -> list[RecordedCase]:
+    """A case per group of calls, each followed by the cases added to it (inference's for
+    the first only: they vary what every group shares, and each costs probe runs)."""
+    from gradverify.record.variants import added_cases
+
+    candidates = constant_candidates(positioned)
+    # Without a gradient anywhere in the run, a constant is what backward leaves None.
+    constants = candidates if has_gradients(positioned) else None
+    smaller: dict[str, RecordedCase] = {}  # shrunk once per recorded shape
+    cases: list[RecordedCase] = []
+    for number, group in enumerate(grouped(positioned)):
+        name = unique_name(case_name(group.call.site, project), names)
+        case = _recorded(loaded, group, name, constants, candidates, smaller if shrink else None)
+        cases.append(case)
+        if number == 0 or group.ends():
+            infer = number == 0
+            cases += added_cases(
+                loaded, case, loaded.parameters, loaded.defaults, group.ends(), infer
+            )
+    return cases
+
+
+def _recorded(
+    loaded: Target,
+    group: Group,
+    name: str,
+    constants: frozenset[int] | None,
+    candidates: frozenset[int],
+    smaller: dict[str, RecordedCase] | None,
+) -> RecordedCase:
+    """The group's case: shrunk (once per shape), and the float inputs backward leaves None
+    written not to require grad (constants, where no call had a gradient to tell)."""
+    from gradverify.record.shrink import shrink
+    from gradverify.record.variants import without_gradient
+
+    parameters, defaults = loaded.parameters, loaded.defaults
+    case = recorded_case(
+        group.call, name, parameters, defaults, constants or frozenset(), group.seen()
+    )
+    case = replace(case, covers=tuple(group.covers))
+    if smaller is not None:
+        key = repr(case.inputs)
+        if key not in smaller:
+            smaller[key] = shrink(loaded, case)
+        case = replace(case, inputs=list(smaller[key].inputs), shrunk_from=smaller[key].shrunk_from)
+    arguments = group.calls[0][1]
+    required = [a.tensor is not None and a.tensor.requires_grad for a in arguments]
+    none = without_gradient(loaded, case, parameters, required)
+    if constants is None:
+        kept = frozenset(i for i in none & candidates if i not in case.shrunk_from)
+        return undifferentiated(case, arguments, none, kept)
+    return undifferentiated(case, arguments, none, frozenset())
 
 
 def summary(recording: Recording, command: Sequence[str]) -> list[str]:
@@ -159,7 +228,8 @@ def update_lines(updates: Sequence[SpecUpdate]) -> list[str]:
         if update.path is not None:
             verb = "wrote" if update.created else "added to"
             names = ", ".join(update.added)
-            lines.append(f"  {verb} {_shown(update.path)}: {update.target} [{names}]")
+            more = f" and {update.variants} case(s) the run did not show" if update.variants else ""
+            lines.append(f"  {verb} {_shown(update.path)}: {update.target} [{names}]{more}")
         elif not update.skipped:
             lines.append(f"  kept {update.target}: its {update.kept} case(s) hold every signature")
         for reason in update.skipped:

@@ -21,7 +21,8 @@ HEADER = (
     "# Recorded by `gradverify record` from the calls of a real run: edit freely. Recording",
     "# again keeps every case here and adds only signatures this file does not hold yet.",
 )
-_SIGNATURE = re.compile(r"\(signature ([0-9a-f]{8})\)")
+_SIGNATURE = re.compile(r"\(signatures? ([0-9a-f]{8}(?: [0-9a-f]{8})*)\)")
+COVERED_PER_LINE = 8  # digests on a comment line of the signatures a case stands for
 
 
 @dataclass
@@ -31,7 +32,8 @@ class SpecUpdate:
     target: str
     path: Path | None = None
     created: bool = False
-    added: list[str] = field(default_factory=list)  # case names
+    added: list[str] = field(default_factory=list)  # recorded case names
+    variants: int = 0  # cases added to the recorded ones (what the run did not show)
     kept: int = 0  # cases that were there already
     skipped: list[str] = field(default_factory=list)  # why a recorded call was not written
 
@@ -47,9 +49,10 @@ def recorded_signatures(entries: Sequence[SpecEntry]) -> set[str]:
     found: set[str] = set()
     for entry in entries:
         try:
-            found.update(_SIGNATURE.findall(Path(entry.file or "").read_text(encoding="utf-8")))
+            text = Path(entry.file or "").read_text(encoding="utf-8")
         except OSError:
             continue
+        found.update(digest for digests in _SIGNATURE.findall(text) for digest in digests.split())
     return found
 
 
@@ -80,24 +83,35 @@ def write_cases(
         appended = _appended(text, entry, blocks)
         if appended is not None and _adds(text, appended, path, len(blocks)):
             path.write_text(appended, encoding="utf-8")
-            update.path, update.added = path, [case.name for case in cases]
+            update.path = path
+            _count(update, cases)
             return
     path = _free_path(spec_dir / file_name(update.target))
     text = "\n".join([*HEADER, f"target: {flow(update.target)}", "cases:", *blocks]) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     load_spec_file(path)  # a SpecError here is our bug: the CLI reports it as one
-    update.path, update.created, update.added = path, True, [case.name for case in cases]
+    update.path, update.created = path, True
+    _count(update, cases)
+
+
+def _count(update: SpecUpdate, cases: Sequence[RecordedCase]) -> None:
+    update.added = [case.name for case in cases if case.variant is None]
+    update.variants = len(cases) - len(update.added)
 
 
 def case_text(case: RecordedCase, project: Path, indent: str = "  ") -> str:
     """One case as YAML lines under `cases:`, commented with what was recorded."""
     where = site_shown(case.call.site, project)
-    lines = [
-        f"{indent}- name: {case.name}",
-        f"{indent}  # recorded at {where} (signature {case.call.signature})",
-        f"{indent}  inputs:" if case.inputs else f"{indent}  inputs: []",
-    ]
+    lines = [f"{indent}- name: {flow(case.name)}"]
+    if case.variant is None:
+        lines.append(f"{indent}  # recorded at {where} (signature {case.call.pattern})")
+    else:
+        lines.append(f"{indent}  # added to the case recorded at {where}: {case.variant}")
+    for start in range(0, len(case.covers), COVERED_PER_LINE):
+        digests = " ".join(case.covers[start : start + COVERED_PER_LINE])
+        lines.append(f"{indent}  # stands for more recorded calls too (signatures {digests})")
+    lines.append(f"{indent}  inputs:" if case.inputs else f"{indent}  inputs: []")
     items = [flow(item) for item in case.inputs]
     width = max((len(item) for item in items), default=0)
     for index, (item, note) in enumerate(zip(items, case.notes, strict=True)):

@@ -93,7 +93,8 @@ def test_record_writes_a_spec_per_function(recorded: Path) -> None:
     ]  # fmt: skip
     clipped = spec(recorded, "clipped_relu_forgot_mask.yaml")
     assert clipped["target"] == "gradverify.examples.buggy:ClippedReLUForgotMask"
-    [case] = clipped["cases"]  # three calls of one signature
+    case, *added = clipped["cases"]  # three calls of one signature: one recorded case
+    assert added and all(other["name"].startswith("script_py_9: ") for other in added)
     assert case["name"] == "script_py_9"
     assert case["inputs"] == [{"shape": [8], "dtype": "float32", "low": -3.06, "high": 3.06}, 1.0]
     op = spec(recorded, "scaled_pow.yaml")
@@ -109,7 +110,7 @@ def test_a_small_index_tensor_is_kept_as_values(recorded: Path) -> None:
 
 
 def test_a_large_shape_is_shrunk_and_still_passes(recorded: Path, monkeypatch) -> None:
-    [case] = spec(recorded, "linear.yaml")["cases"]
+    case = spec(recorded, "linear.yaml")["cases"][0]
     assert case["name"] == "child_py_6"  # recorded in the child process
     shapes = [item["shape"] for item in case["inputs"][:2]]
     assert sum(math.prod(shape) for shape in shapes) <= 4096 < 256 * 128 + 64 * 128
@@ -182,7 +183,8 @@ def test_a_new_signature_is_appended_to_a_hand_written_spec(tmp_path: Path) -> N
     first, _, rest = hand_written.partition("  - target: gradverify.examples.swish")
     assert text.startswith(first) and text.endswith("  - target: gradverify.examples.swish" + rest)
     cases = yaml.safe_load(text)["functions"][0]["cases"]
-    assert [case["name"] for case in cases] == ["mine", "script_py_3"]
+    assert [case["name"] for case in cases][:2] == ["mine", "script_py_3"]
+    assert all(case["name"].startswith("script_py_3: ") for case in cases[2:])  # added to it
     assert cases[1]["inputs"][0]["shape"] == [2, 3]
 
 
@@ -203,7 +205,7 @@ def test_pytest_gradverify_record_writes_specs(tmp_path: Path) -> None:
     )  # fmt: skip
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "wrote specs/clipped_relu.yaml" in completed.stdout
-    [case] = spec(tmp_path, "clipped_relu.yaml")["cases"]
+    case = spec(tmp_path, "clipped_relu.yaml")["cases"][0]
     assert case["name"] == "test_mine_py_6"
     assert case["inputs"][0]["shape"] == [6, 5] and case["inputs"][1] == 0.5
 
@@ -226,3 +228,20 @@ def test_a_command_that_cannot_run_is_a_usage_error(tmp_path: Path) -> None:
     completed = run(tmp_path, str(GRADVERIFY), "record", "--", "no-such-command-here")
     assert completed.returncode == 2
     assert "cannot run 'no-such-command-here'" in completed.stderr
+
+
+def test_specs_dir_writes_there_though_a_spec_names_the_target(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "script.py").write_text(
+        "import torch\nfrom gradverify.examples.activations import ClippedReLU\n"
+        "ClippedReLU.apply(torch.randn(2, 3, requires_grad=True), 0.5)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    command = ["record", "--", sys.executable, "script.py"]
+    assert CliRunner().invoke(app, command).exit_code == 0
+    before = (tmp_path / "specs" / "clipped_relu.yaml").read_text()
+    completed = CliRunner().invoke(app, ["record", "--specs", "again", *command[1:]])
+    assert completed.exit_code == 0, completed.output
+    assert "wrote again/clipped_relu.yaml" in completed.output
+    assert yaml.safe_load((tmp_path / "again" / "clipped_relu.yaml").read_text())["cases"]
+    assert (tmp_path / "specs" / "clipped_relu.yaml").read_text() == before
