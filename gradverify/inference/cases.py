@@ -25,10 +25,10 @@ from gradverify.inference.choice import (
     TENSOR,
     Choice,
     as_complex,
-    fit_indices,
     is_float_tensor,
 )
 from gradverify.inference.probe import probe
+from gradverify.inference.reach import fitted, reaching
 from gradverify.inference.source import BranchPoints, branch_points, is_mask, source_facts
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
     seen = {tuple(choice.item.__repr__() for choice in base)}
 
     def consider(position: int, candidate: Candidate) -> None:
-        choices = fit_indices(candidate.choices)
+        choices = fitted(target, candidate.choices)
         key = tuple(choice.item.__repr__() for choice in choices)
         if key in seen:
             return
@@ -142,6 +142,8 @@ def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
     points = branch_points(*_own_methods(target))
     yield from _defaults(base)
     yield from _wide(target, base, points)
+    for extra in reaching(target, base):  # gradverify.inference.reach
+        yield Candidate(extra.label, extra.choices, lenient=extra.lenient)
     yield from _ranks_and_dims(base)
     yield from _batched(base)
     yield from _broadcasts(base)

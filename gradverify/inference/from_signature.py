@@ -31,7 +31,9 @@ from gradverify.inference.choice import (
     is_float_tensor,
 )
 from gradverify.inference.plans import ELEMENTWISE, LAYOUTS, plans_of
+from gradverify.inference.reach import fitted
 from gradverify.inference.search import Search
+from gradverify.inference.shapes import each_rank
 from gradverify.inference.source import source_facts
 
 if TYPE_CHECKING:
@@ -55,7 +57,7 @@ def _base(target: Target) -> Inference:
     search = Search(target)
     for low, high in ((-1.0, 1.0), POSITIVE):
         for layout in LAYOUTS:
-            choices = in_domain([plan.choice(layout) for plan in plans], low, high)
+            choices = fitted(target, in_domain([plan.choice(layout) for plan in plans], low, high))
             found = search.settle(choices, plans)
             if found is not None:
                 return Inference(target.spec, tuple(found), target.variadic)
@@ -64,15 +66,20 @@ def _base(target: Target) -> Inference:
     if search.forward_ran is None and source_facts(target).complex:
         # forward takes complex numbers apart (`z.imag`, `view_as_real`): perhaps only them
         for layout in LAYOUTS:
-            choices = as_complex(in_domain([plan.choice(layout) for plan in plans], -1.0, 1.0))
+            assigned = in_domain([plan.choice(layout) for plan in plans], -1.0, 1.0)
+            choices = as_complex(fitted(target, assigned))
             found = search.settle(choices, plans)
             if found is not None:
                 return Inference(target.spec, tuple(found), target.variadic)
+    for choices in each_rank(target, plans):  # each tensor on its own at ranks 1 to 4
+        found = search.settle(fitted(target, in_domain(choices, -1.0, 1.0)), plans)
+        if found is not None:
+            return Inference(target.spec, tuple(found), target.variadic)
     if search.forward_ran is not None:  # the checks will show what backward does wrong
         return Inference(target.spec, tuple(search.forward_ran), target.variadic, ran=False)
     unknown = "forward rejected every shape tried: choose its shape"
     guesses = [
         replace(choice, reason=unknown) if is_float_tensor(choice) else choice
-        for choice in in_domain([plan.choice(ELEMENTWISE) for plan in plans], -1.0, 1.0)
+        for choice in fitted(target, in_domain([plan.choice(ELEMENTWISE) for plan in plans], -1, 1))
     ]
     return Inference(target.spec, tuple(guesses), target.variadic, False, search.first_error)

@@ -1,0 +1,155 @@
+"""Index tensors that fit what they index and what they pair with, and that repeat:
+
+- an index given to `index_add_`, `index_copy_`, `scatter_add` (or `bincount`'s weights)
+  with a source parameter has the source's length along the dim (`index_add_(0, ids,
+  values)`: ids as long as values), or its shape for the scatter family;
+- a count (`num_segments`, `n_classes`, `bins_count`) covers the indices: one more than
+  the largest;
+- at least one index repeats, so that a backward that assigns where it must accumulate
+  (`gw[idx] = g`) is caught on every seed: an index whose length is fixed draws from fewer
+  values than its length; one whose length is free gets a case long enough to repeat.
+
+Importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gradverify.inference.choice import NUMBER, TENSOR, Choice, is_float_tensor
+from gradverify.inference.dataflow import Flow, called_name, target_flow
+from gradverify.inference.extra import Extra
+from gradverify.target.syntax import own_nodes
+
+if TYPE_CHECKING:
+    from gradverify.target.loaded import Target
+
+# Calls that pair an index with a source: (index position, source position) as a method
+# writes them (`out.index_add_(dim, index, source)`), and whether the index has the source's
+# whole shape (the scatter family) or its length along dim.
+PAIRING_CALLS = {
+    "index_add": (1, 2, False), "index_add_": (1, 2, False), "index_copy": (1, 2, False),
+    "index_copy_": (1, 2, False), "index_reduce": (1, 2, False), "index_reduce_": (1, 2, False),
+    "scatter_add": (1, 2, True), "scatter_add_": (1, 2, True), "scatter": (1, 2, True),
+    "scatter_": (1, 2, True), "scatter_reduce": (1, 2, True), "scatter_reduce_": (1, 2, True),
+}  # fmt: skip
+SOURCE_KEYWORDS = ("source", "src")
+# Parameters that count what indices index: one more than the largest index.
+COUNT_NAMES = re.compile(r"^(num|count|num_\w+|n_\w+|number_of_\w+|\w+_count|\w+_counts)$", re.I)
+# An index tensor narrowed so that its values repeat (kept so when cases reshape the rest).
+REPEATS = "fewer values than its length, so that one repeats"
+
+
+def pairs(flow: Flow) -> dict[str, tuple[str, int | None]]:
+    """index parameter -> (the parameter it pairs with, the dim along which its length
+    agrees, or None where the whole shape does)."""
+    found: dict[str, tuple[str, int | None]] = {}
+    if flow.forward is None:
+        return found
+    for node in own_nodes(flow.forward):
+        if not isinstance(node, ast.Call):
+            continue
+        index, source, dim, whole = _paired_arguments(node)
+        if index is None or source is None:
+            continue
+        indices = sorted(flow.sources(index))
+        sources = [name for name in flow.parameters if name in flow.sources(source)]
+        if len(indices) == 1 and sources and sources[0] != indices[0]:
+            found.setdefault(indices[0], (sources[0], None if whole else dim))
+    return found
+
+
+def _paired_arguments(
+    call: ast.Call,
+) -> tuple[ast.AST | None, ast.AST | None, int, bool]:
+    name = called_name(call)
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+    if name == "bincount":  # torch.bincount(ids, weights=values)
+        first = call.args[0] if call.args else keywords.get("input")
+        return first, keywords.get("weights"), 0, False
+    if name not in PAIRING_CALLS:
+        return None, None, 0, False
+    index_at, source_at, whole = PAIRING_CALLS[name]
+    arguments = list(call.args)
+    if isinstance(call.func, ast.Attribute) and _is_module(call.func.value):
+        arguments = arguments[1:]  # torch.index_add(out, dim, index, source)
+    index = arguments[index_at] if index_at < len(arguments) else keywords.get("index")
+    source = arguments[source_at] if source_at < len(arguments) else None
+    source = source or next((keywords[k] for k in SOURCE_KEYWORDS if k in keywords), None)
+    dim_node = arguments[0] if arguments else keywords.get("dim")
+    dim = dim_node.value if isinstance(dim_node, ast.Constant) else 0
+    return index, source, dim if isinstance(dim, int) else 0, whole
+
+
+def _is_module(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("torch", "F")
+
+
+def fit(target: Target, choices: Sequence[Choice]) -> list[Choice]:
+    """`choices` with each paired index as long as its source, narrowed to repeat, and each
+    count one more than the largest index."""
+    if not any(c.dtype == "int64" and c.kind == TENSOR for c in choices):
+        return list(choices)
+    paired = pairs(target_flow(target))
+    by_name = {c.name: c for c in choices}
+    fitted = []
+    for choice in choices:
+        partner = paired.get(choice.name)
+        source = by_name.get(partner[0]) if partner else None
+        if choice.dtype == "int64" and source is not None and is_float_tensor(source):
+            choice = _paired(choice, source, partner[1] if partner else None)
+        if choice.dtype == "int64" and REPEATS in choice.reason:
+            choice = replace(choice, high=max(0, min(choice.high, math.prod(choice.shape) - 2)))
+        fitted.append(choice)
+    return _counts(fitted)
+
+
+def _paired(index: Choice, source: Choice, dim: int | None) -> Choice:
+    if dim is None:
+        shape = source.shape
+    elif source.shape and -len(source.shape) <= dim < len(source.shape):
+        shape = (source.shape[dim],)
+    else:
+        return index
+    if not shape:
+        return index
+    return replace(index, shape=shape, reason=f"as long as {source.name}, with {REPEATS}")
+
+
+def _counts(choices: list[Choice]) -> list[Choice]:
+    top = max((int(c.high) for c in choices if c.dtype == "int64" and c.kind == TENSOR), default=0)
+    reason = "a count: one more than the largest index"
+    return [
+        Choice(c.name, NUMBER, value=top + 1, reason=reason)
+        if COUNT_NAMES.match(c.name) and (c.kind == NUMBER or is_float_tensor(c))
+        else c
+        for c in choices
+    ]
+
+
+def repeats(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
+    """For an index whose length is free and too short to be sure of a repeat (idx [2]
+    into 3 rows repeats on a third of the seeds): the same index, long enough that one
+    repeats (idx [4]); and where forward wants that length, fewer values than its length."""
+    paired = pairs(target_flow(target))
+    for position, choice in enumerate(base):
+        if choice.dtype != "int64" or choice.kind != TENSOR or choice.name in paired:
+            continue
+        length = math.prod(choice.shape)
+        if len(choice.shape) != 1 or length >= choice.high + 2 or choice.high < 1:
+            continue
+        longer = replace(choice, shape=(int(choice.high) + 2,), reason="long enough to repeat")
+        yield Extra(f"{choice.name} [{int(choice.high) + 2}]", _with(base, position, longer))
+        if length >= 2:
+            narrowed = replace(choice, high=length - 2, reason=REPEATS)
+            label = f"{choice.name} {list(choice.shape)} in 0..{length - 2}"
+            yield Extra(label, _with(base, position, narrowed))
+
+
+def _with(base: Sequence[Choice], index: int, choice: Choice) -> list[Choice]:
+    return [*base[:index], choice, *base[index + 1 :]]

@@ -1,0 +1,92 @@
+"""Index tensors that fit what they index and pair with, counts that cover them, and
+repeats on every seed (issue 23): a segment sum and a gather that loses repeated indices,
+each with its correct twin (tests/functions/indices.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gradverify.inference.dataflow import flow_of
+from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.indices import pairs
+from gradverify.inference.zeroconfig import infer_entry
+from gradverify.results import Report, Status
+from gradverify.run import session
+from gradverify.run.session import RunOptions
+from gradverify.spec.load import SpecEntry
+from gradverify.target.loading import load_target
+from tests.functions import indices
+
+MODULE = "tests.functions.indices"
+
+
+def inferred(name: str) -> Inference:
+    return infer(load_target(f"{MODULE}:{name}"))
+
+
+def zero_config(name: str, seed: int | None = None) -> Report:
+    """`gradverify check` of a Function no spec names, in this process."""
+    entry, note = infer_entry(load_target(f"{MODULE}:{name}"))
+    return session.run([entry], RunOptions(isolation=False, cache=False, seed=seed), [note])
+
+
+def failed_cases(report: Report) -> set[str]:
+    return {result.case for result in report.results if result.status is Status.FAIL}
+
+
+def test_an_index_added_with_a_source_pairs_with_it_along_the_dim() -> None:
+    segment_sum = indices.SegmentSum
+    flow = flow_of(segment_sum.forward, None, ("values", "segment_ids", "num_segments"))
+
+    assert pairs(flow) == {"segment_ids": ("values", 0)}
+
+
+def test_segment_ids_as_long_as_values_repeating_and_a_count_that_covers_them() -> None:
+    values, ids, count = inferred("SegmentSum").choices
+
+    assert ids.shape == values.shape == (4,)
+    assert (ids.dtype, ids.low, ids.high) == ("int64", 0, 2)  # 4 ids of 3 values: one repeats
+    assert count.value == 3
+
+
+def test_the_pairing_holds_in_the_other_cases() -> None:
+    for _, (values, ids, count) in inferred("SegmentSum").cases:
+        assert ids.shape == values.shape[:1]
+        assert count.value == ids.high + 1 and ids.high <= ids.shape[0] - 2
+
+
+def test_a_right_segment_sum_passes_zero_config() -> None:
+    report = zero_config("SegmentSum")
+
+    assert report.passed
+    assert report.summary.cases >= 2
+
+
+def test_a_wrong_segment_sum_fails_zero_config() -> None:
+    assert not zero_config("SegmentSumFirstRow").passed
+
+
+def test_the_suggested_spec_is_valid_for_the_segment_sum() -> None:
+    # the spec zero-config runs is the one `init` writes: ids in range, count covering them
+    spec = inferred("SegmentSum").spec()
+    entry = SpecEntry(spec=spec, file=None)
+
+    assert session.run([entry], RunOptions(isolation=False, cache=False)).passed
+
+
+def test_a_free_length_index_gets_a_case_long_enough_to_repeat() -> None:
+    extra = dict(inferred("Gather").extra)
+
+    idx = extra["idx [4]"][1]
+    assert (idx.shape, idx.high) == ((4,), 2)  # 4 indices of 3 rows: one repeats
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_a_gather_that_loses_repeats_fails_on_every_seed(seed: int) -> None:
+    report = zero_config("GatherLosesRepeats", seed)
+
+    assert "inferred: idx [4]" in failed_cases(report)
+
+
+def test_a_gather_that_accumulates_passes() -> None:
+    assert zero_config("Gather").passed

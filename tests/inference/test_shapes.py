@@ -1,0 +1,95 @@
+"""Shapes the layouts miss (issue 23): a tensor of rank 3 beside one of rank 2, a last dim
+as wide as forward reads it, two inputs of one role at other sizes (N ≠ M), a batch of
+square matrices; each with a buggy Function only it reaches, and the correct twin
+(tests/functions/shapes.py)."""
+
+from __future__ import annotations
+
+from gradverify.inference.choice import Choice
+from gradverify.inference.dataflow import flow_of
+from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.shapes import batched_squares, components
+from gradverify.inference.zeroconfig import infer_entry
+from gradverify.results import Report, Status
+from gradverify.run import session
+from gradverify.run.session import RunOptions
+from gradverify.target.loading import load_target
+from tests.functions import shapes
+
+MODULE = "tests.functions.shapes"
+
+
+def inferred(name: str) -> Inference:
+    return infer(load_target(f"{MODULE}:{name}"))
+
+
+def zero_config(name: str) -> Report:
+    """`gradverify check` of a Function no spec names, in this process."""
+    entry, note = infer_entry(load_target(f"{MODULE}:{name}"))
+    return session.run([entry], RunOptions(isolation=False, cache=False), [note])
+
+
+def failed_cases(report: Report) -> set[str]:
+    return {result.case for result in report.results if result.status is Status.FAIL}
+
+
+# --- each tensor at ranks up to 4, a subscripted last dim ---------------------------------
+
+
+def test_literal_subscripts_of_one_axis_give_its_size() -> None:
+    lookup = shapes.BilinearLookup
+
+    assert components(flow_of(lookup.forward, None, ("grid", "xy"))) == {"xy": (1, 2)}
+
+
+def test_a_rank_3_grid_is_tried_beside_points_of_two_coordinates() -> None:
+    grid, xy = inferred("BilinearLookup").choices
+
+    assert (grid.shape, xy.shape) == ((3, 4, 5), (2, 2))
+
+
+def test_a_right_bilinear_lookup_passes_zero_config() -> None:
+    assert zero_config("BilinearLookup").passed
+
+
+def test_a_wrong_bilinear_lookup_fails_zero_config_on_its_points() -> None:
+    report = zero_config("BilinearLookupSwapsAxes")
+
+    assert "inferred" in failed_cases(report)
+    failed = [r.message for r in report.results if r.status is Status.FAIL]
+    assert all("argument 1 (xy)" in message for message in failed)
+
+
+# --- two inputs of one role at other sizes ------------------------------------------------
+
+
+def test_two_inputs_of_one_shape_get_a_case_at_other_sizes() -> None:
+    extra = dict(inferred("MeanSquaredDistance").extra)
+
+    x, y = extra["y [3, 4]"]
+    assert (x.shape, y.shape) == ((2, 4), (3, 4))
+
+
+def test_a_count_of_one_input_where_the_other_belongs_fails_where_n_differs_from_m() -> None:
+    report = zero_config("MeanSquaredDistanceCountsX")
+
+    assert failed_cases(report) == {"inferred: y [3, 4]"}
+
+
+def test_a_right_pairwise_distance_passes_at_other_sizes() -> None:
+    report = zero_config("MeanSquaredDistance")
+
+    assert report.passed
+    assert report.summary.cases == 2
+
+
+# --- a batch of square matrices -----------------------------------------------------------
+
+
+def test_a_square_matrix_gets_a_batch_of_them() -> None:
+    base = [Choice("a", "tensor", (3, 3)), Choice("b", "tensor", (3,))]
+
+    (extra,) = batched_squares(base)
+
+    assert extra.label == "a [2, 3, 3]"
+    assert [choice.shape for choice in extra.choices] == [(2, 3, 3), (3,)]
