@@ -153,3 +153,35 @@ def test_a_complex_reference_failure_shows_both_parts(report, find):
     assert complex(function) != complex(reference)
     assert complex(function).imag != 0 and complex(reference).imag != 0
     assert complex(function).real == pytest.approx(output.analytical, rel=1e-5)
+
+
+# A finding the same in every case of a target is printed once.
+
+
+def test_a_finding_in_every_case_is_printed_once_and_counted(run_spec):
+    cases = "\n".join(
+        f"          - {{name: case{n}, inputs: [{{shape: [{n + 2}]}}]}}" for n in range(8)
+    )
+    entries = "\n".join(
+        f"""
+  - target: {FUNCTIONS}:{square.__name__}
+    checks: [finite_difference, gradgradcheck]
+    cases:
+{cases}"""
+        for square in report_claims.SQUARES_DETACHED
+    )
+    report = run_spec("functions:" + entries.replace("\n          -", "\n      -"))
+    failed = [r for r in report.results if r.failed]
+    assert len(failed) == 15 * 8  # JSON keeps every result
+    text = FORMATS["text"](report, RenderOptions())
+    assert len(text.splitlines()) < 300
+    assert text.count("╭─ ✗ gradgradcheck") == 15
+    assert text.count("· the same in 7 more cases") == 15
+    plain = json.loads(FORMATS["json"](report, RenderOptions()))
+    assert sum(1 for r in plain["results"] if r["status"] == "fail") == 15 * 8
+
+
+def test_findings_that_differ_are_each_shown(report):
+    text = FORMATS["text"](report, RenderOptions())
+    # Cube's warning and CubeWrong's failures are of two targets: nothing folds across them
+    assert "the reference's own gradient" in text and "differs from the reference" in text

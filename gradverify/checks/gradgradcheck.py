@@ -58,16 +58,16 @@ ONCE_DIFFERENTIABLE = (
 )
 
 NOT_DIFFERENTIABLE = (
-    "backward is likely not differentiable as written (.detach(), .data, or values saved "
-    "without grad). Make backward differentiable with ordinary torch ops, or mark it "
-    "@once_differentiable so that double backward raises instead of returning wrong values"
+    "backward is likely not differentiable as written (.detach(), .data, values saved without "
+    "grad): make it differentiable with torch ops, or mark it @once_differentiable so that "
+    "double backward raises"
 )
 # Said only where a first-order check passed on this case, and only of its inputs: other
 # inputs may still find the first derivative wrong.
 SILENTLY_WRONG = (
     "on this case's inputs the first derivative is right ({checks} passed) but the second is "
     "silently wrong: " + NOT_DIFFERENTIABLE + ". Other inputs may still find a wrong first "
-    "derivative: `--explore N` tries N more draws"
+    "derivative: try `--explore N`"
 )
 
 

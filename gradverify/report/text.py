@@ -26,6 +26,7 @@ from gradverify.report.coverage import coverage_lines
 from gradverify.report.evidence import evidence
 from gradverify.report.maps import MismatchMap
 from gradverify.report.options import RenderOptions
+from gradverify.report.repeats import Repeats, repeats
 from gradverify.results import BranchCoverage, Report, Result, Status, branch_coverage
 
 STYLES = {
@@ -37,6 +38,7 @@ STYLES = {
 QUIET = (Status.PASS, Status.SKIP)  # what --quiet leaves out of the verbose table
 MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.SKIP: "-", Status.WARN: "!"}
 INDENT = 2
+SHOWN_CASES = 5  # case names listed for the cases that repeat a finding
 
 
 def render(report: Report, options: RenderOptions) -> str:
@@ -60,8 +62,13 @@ def render(report: Report, options: RenderOptions) -> str:
         if _one_line(target, cases, inferred, options):
             console.print(_inferred_line(target, cases, inferred[target], options.width))
         else:
-            for results in cases:
-                expanded = _print_case(console, results, options) or expanded
+            folded = repeats(cases) if not options.verbose else Repeats()
+            for position, results in enumerate(cases):
+                if position not in folded.repeating:
+                    expanded = _print_case(console, results, options, folded) or expanded
+            if folded.repeating:
+                repeating = [cases[position] for position in folded.repeating]
+                console.print(_repeated_line(target, repeating, options.width))
         found = branches.get(target)
         if found is not None and not options.quiet and (options.verbose or not found.complete):
             console.print(_branches(found))
@@ -75,20 +82,22 @@ def render(report: Report, options: RenderOptions) -> str:
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
-def _print_case(console: Console, results: list[Result], options: RenderOptions) -> bool:
+def _print_case(
+    console: Console, results: list[Result], options: RenderOptions, folded: Repeats
+) -> bool:
     """Print one case; True when more than its line was printed."""
     target, case = results[0].target, results[0].case
     if options.quiet and not any(r.failed for r in results):
         return False
     if options.verbose:  # the table has a row for every skip
         console.print(_case_table(target, case, results, options.quiet))
-        body = _findings(results, warnings=True, skips=False)
+        body = _findings(results, warnings=True, skips=False, folded=folded)
     else:
         quiet = options.quiet
         # A case without findings stays one line: its skips are counted there, and
         # `-v` says why (as pytest's `s` and `-rs`).
         findings = any(r.status in (Status.FAIL, Status.WARN) for r in results)
-        body = _findings(results, warnings=not quiet, skips=not quiet and findings)
+        body = _findings(results, warnings=not quiet, skips=not quiet and findings, folded=folded)
         console.print(_case_line(target, case, results, options.width, bool(body)))
     for item in body:
         console.print(item)
@@ -217,7 +226,9 @@ class _Line:
         return Padding(line, (0, 0, 0, INDENT))
 
 
-def _findings(results: Sequence[Result], warnings: bool, skips: bool) -> list[RenderableType]:
+def _findings(
+    results: Sequence[Result], warnings: bool, skips: bool, folded: Repeats | None = None
+) -> list[RenderableType]:
     """A panel per failure (and warning); one line for checks that repeat a finding, that
     it stopped, or that were skipped for one reason."""
     items: list[Result | _Line] = []
@@ -235,8 +246,10 @@ def _findings(results: Sequence[Result], warnings: bool, skips: bool) -> list[Re
         if result.check not in line.checks:
             line.checks.append(result.check)
     ordered = _after_their_findings(items)
+    folded = folded or Repeats()
     return [
-        item.renderable() if isinstance(item, _Line) else failure_panel(item) for item in ordered
+        item.renderable() if isinstance(item, _Line) else failure_panel(item, folded.more(item))
+        for item in ordered
     ]
 
 
@@ -286,7 +299,8 @@ def _line_for(result: Result, warnings: bool, skips: bool) -> _Line | None:
     return _Line(("skip", result.message), f" skipped: {result.message}", STYLES[Status.SKIP])
 
 
-def failure_panel(result: Result) -> Panel:
+def failure_panel(result: Result, more: Sequence[str] = ()) -> Panel:
+    """A finding's panel; `more`: the later cases of its target that repeat it."""
     rows = Table.grid(padding=(0, 2))
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column(overflow="fold")
@@ -297,12 +311,36 @@ def failure_panel(result: Result) -> Panel:
     if result.details:
         parts += [Text(""), Text("\n".join(result.details), style="dim")]
     style = STYLES[result.status]
+    title = _title(result) + (f" · the same in {_more_cases(len(more))}" if more else "")
     return Panel(
         Group(*parts),
-        title=Text(_title(result), style=style),
+        title=Text(title, style=style),
         title_align="left",
         border_style=style,
     )
+
+
+def _more_cases(count: int) -> str:
+    return f"{count} more case{'s' if count != 1 else ''}"
+
+
+def _repeated_line(target: str, cases: Sequence[Sequence[Result]], width: int) -> Text:
+    """`✗ target  7 more cases (two, three, ...): the same  7 passed, 7 failed  0.25s`: the
+    cases whose every finding a panel above shows; their names where the line has room."""
+    results = [result for case in cases for result in case]
+    status = _case_status(results)
+    names = [case[0].case for case in cases]
+    listed = ", ".join(names[:SHOWN_CASES]) + (", ..." if len(names) > SHOWN_CASES else "")
+    tail = [_counts(results), Text(_time(results), style="dim")]
+    for said in (
+        f"  {_more_cases(len(cases))} ({listed}): the same",
+        f"  {_more_cases(len(cases))}: the same",
+    ):
+        head = Text.assemble((MARKS[status], STYLES[status]), " ", (target, "bold"), said)
+        line = _joined([head, *tail], "  ", width)
+        if "\n" not in line.plain:
+            break
+    return line
 
 
 def _title(result: Result) -> str:
