@@ -7,7 +7,7 @@
 Four parts, each a markdown table on stdout:
 
 - specs: every bundled spec (specs/*.yaml) on the CPU and on the device. Each result is keyed
-  by (target, case, check, argument) and the two runs' statuses are compared; a difference is
+  by (spec, target, case, check, argument) and the two runs' statuses are compared; a difference is
   listed under the table. The device run uses `gradverify check --device` where the CLI has
   it, otherwise a copy of each spec with `device:` written into every tensor input.
 - triton: specs_triton/ (the Triton SiLU, correct and buggy) on the device, against the same
@@ -50,7 +50,7 @@ LARGE = (
     ("ReLU", "tests.functions.kinks_at_scale", "MyReLU"),
     ("GELU (tanh)", "tests.functions.smooth_at_scale", "Gelu"),
 )
-Key = tuple[str, str, str, Any]
+Key = tuple[str, str, str, str, Any]
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,11 @@ class Run:
     error: str = ""
 
     def statuses(self) -> dict[Key, list[str]]:
-        """Each (target, case, check, argument)'s statuses, in report order."""
+        """Each (spec file, target, case, check, argument)'s statuses, in report order."""
         found: dict[Key, list[str]] = {}
         for r in self.results:
-            key = (r["target"], r["case"], r["check"], r.get("input_index"))
+            spec = Path(r.get("spec_file") or "").name
+            key = (spec, r["target"], r["case"], r["check"], r.get("input_index"))
             found.setdefault(key, []).append(r["status"])
         return found
 
@@ -155,8 +156,10 @@ def differences(cpu: Run, other: Run) -> list[str]:
     lines = []
     for key in sorted(first.keys() | second.keys(), key=str):
         if first.get(key) != second.get(key):
-            target, case, check_id, argument = key
-            where = f"{target} [{case}] {check_id}" + (f" arg {argument}" if argument else "")
+            spec, target, case, check_id, argument = key
+            where = f"{spec}: {target} [{case}] {check_id}" + (
+                f" arg {argument}" if argument else ""
+            )
             lines.append(f"{where}: cpu {first.get(key)}, device {second.get(key)}")
     return lines
 
@@ -177,7 +180,7 @@ def part_specs(device: str | None, directory: Path, only: list[str] | None) -> N
             continue
         other = check_on(device, [spec], directory)
         found = differences(cpu, other)
-        listed += [f"- {spec.name}: {line}" for line in found]
+        listed += [f"- {line}" for line in found]
         same = "yes" if not found else f"**no** ({len(found)})"
         print(
             f"| {spec.name} | {len(cpu.results)} | {cpu.verdict()} | {other.verdict()} | {same} | {cpu.wall:.1f} s | {other.wall:.1f} s |"
@@ -193,13 +196,13 @@ def part_triton(device: str | None, directory: Path) -> None:
     except ImportError:
         print("skipped: triton is not installed (pip install 'gradverify[triton]')")
         return
-    spec = ROOT / "specs_triton" / "silu.yaml"
-    cpu = check_cpu([spec], TRITON_INTERPRET="1")
+    specs = sorted((ROOT / "specs_triton").glob("*.yaml"))
+    cpu = check_cpu(specs, TRITON_INTERPRET="1")
     other = None
     if device is not None:
         # On a CPU standing in for the device, the kernels still need the interpreter.
         interpret = {"TRITON_INTERPRET": "0" if device.startswith("cuda") else "1"}
-        other = check_on(device, [spec], directory, **interpret)
+        other = check_on(device, specs, directory, **interpret)
     print("| Function | CPU (interpreter) | device |")
     print("|---|---|---|")
     for target in dict.fromkeys(r["target"] for r in cpu.results):

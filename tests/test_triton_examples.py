@@ -53,13 +53,20 @@ def silu_run() -> tuple[int, dict[str, Any]]:
     return check_interpreted("specs_triton/")
 
 
-def results_of(report: dict[str, Any], target: str) -> list[dict[str, Any]]:
-    return [result for result in report["results"] if result["target"] == target]
+def results_of(
+    report: dict[str, Any], target: str, spec: str | None = None
+) -> list[dict[str, Any]]:
+    """The results of `target`, from the spec file named `spec` where one is given."""
+    return [
+        result
+        for result in report["results"]
+        if result["target"] == target and (spec is None or result["spec_file"].endswith(spec))
+    ]
 
 
 def test_the_correct_triton_silu_passes_in_float32(silu_run: tuple[int, dict[str, Any]]) -> None:
     _, report = silu_run
-    results = results_of(report, CORRECT)
+    results = results_of(report, CORRECT, "silu.yaml")
 
     assert {(r["case"], r["check"]) for r in results} == {
         (case, check)
@@ -73,7 +80,7 @@ def test_the_triton_silu_with_a_dropped_term_fails_naming_x(
     silu_run: tuple[int, dict[str, Any]],
 ) -> None:
     code, report = silu_run
-    results = results_of(report, BUGGY)
+    results = results_of(report, BUGGY, "silu.yaml")
     failed = [r for r in results if r["status"] == "fail"]
 
     assert code == 1
@@ -84,6 +91,34 @@ def test_the_triton_silu_with_a_dropped_term_fails_naming_x(
     # Only the elements below -1 are wrong: about 3 in 8 of a draw from -4..4.
     assert 0 < finding["mismatched"] < finding["total"]
     assert finding["max_abs_error"] > 0.1
+
+
+# With the default checks, no reference: the kernels refuse float64, so finite_difference
+# checks them in float32.
+
+
+def test_the_correct_triton_silu_passes_the_default_checks_in_float32(
+    silu_run: tuple[int, dict[str, Any]],
+) -> None:
+    _, report = silu_run
+    results = results_of(report, CORRECT, "silu_own_precision.yaml")
+
+    assert [r for r in results if r["status"] == "fail"] == []
+    passed = {r["check"] for r in results if r["status"] == "pass"}
+    assert {"forward", "backward", "finite_difference"} <= passed
+
+
+def test_the_dropped_term_fails_finite_difference_in_float32_naming_x(
+    silu_run: tuple[int, dict[str, Any]],
+) -> None:
+    _, report = silu_run
+    results = results_of(report, BUGGY, "silu_own_precision.yaml")
+    failed = [r for r in results if r["status"] == "fail"]
+
+    assert [(r["check"], r["input_index"], r["input_name"]) for r in failed] == [
+        ("finite_difference", 0, "x")
+    ]
+    assert any("float32" in note for note in failed[0]["notes"])
 
 
 def test_a_package_of_triton_kernels_is_found_as_any_other() -> None:
@@ -107,13 +142,15 @@ def test_a_package_of_triton_kernels_is_found_as_any_other() -> None:
 # What runs without triton: the spec, the module's import, the launcher's own refusals.
 
 
-def test_the_triton_spec_is_valid() -> None:
-    entries = load_spec_file(SPECS / "silu.yaml")
+def test_the_triton_specs_are_valid() -> None:
+    with_reference = load_spec_file(SPECS / "silu.yaml")
+    own_precision = load_spec_file(SPECS / "silu_own_precision.yaml")
 
-    assert [(e.spec.target, [case.name for case in e.spec.cases]) for e in entries] == [
+    assert [(e.spec.target, [c.name for c in e.spec.cases]) for e in with_reference] == [
         (CORRECT, ["float32", "float32_two_blocks"]),
         (BUGGY, ["float32"]),
     ]
+    assert [e.spec.target for e in own_precision] == [CORRECT, BUGGY]
 
 
 def test_importing_the_examples_never_imports_triton(
