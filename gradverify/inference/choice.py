@@ -34,6 +34,7 @@ class Choice:
     low: float = -1.0
     high: float = 1.0
     optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
+    device: str = "cpu"  # another where forward refuses CPU tensors (inference/precision.py)
 
     @property
     def item(self) -> Any:
@@ -42,6 +43,8 @@ class Choice:
             item: dict[str, Any] = {"shape": list(self.shape)}
             if self.dtype != "float64":
                 item["dtype"] = self.dtype
+            if self.device != "cpu":
+                item["device"] = self.device
             item.update(low=self.low, high=self.high)
             return item if self.requires_grad else {**item, "requires_grad": False}
         if isinstance(self.value, dict):
@@ -87,6 +90,8 @@ class Inference:
         """Why inference gave up, as plain text (None: it did not)."""
         if self.rejection is None:
             return None
+        if self.rejection.startswith("needs CUDA"):  # inference/precision.py: it says it all
+            return self.rejection
         guessed = [c.name for c in self.choices if c.kind == TENSOR and c.dtype == "float64"]
         named = [name for name in guessed if re.search(rf"\b{re.escape(name)}\b", self.rejection)]
         which = f" for {', '.join(named or guessed)}" if guessed else ""

@@ -15,6 +15,7 @@ Importing this module never imports torch; `infer` does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,8 @@ from gradverify.inference.choice import (
 )
 from gradverify.inference.plans import ELEMENTWISE, LAYOUTS, plans_of
 from gradverify.inference.reach import fitted
+from gradverify.inference.precision import in_kernel_precision
+from gradverify.inference.probe import probe
 from gradverify.inference.search import Search
 from gradverify.inference.shapes import each_rank
 from gradverify.inference.source import source_facts
@@ -46,9 +49,15 @@ def infer(target: Target) -> Inference:
     """Choose inputs for `target` by its signature and by probing forward and backward:
     one base case, then more cases that reach other paths (gradverify.inference.cases)."""
     base = _base(target)
-    if base.rejection is not None or not base.ran:
+    if base.rejection is not None:  # a kernel that refuses float64 or CPU tensors?
+        return in_kernel_precision(target, base, lambda: infer(target), _forward_runs)
+    if not base.ran:
         return base
     return replace(base, extra=widened(target, base.choices))
+
+
+def _forward_runs(target: Target, choices: Sequence[Choice]) -> bool:
+    return probe(target, choices).stage != "forward"
 
 
 def _base(target: Target) -> Inference:

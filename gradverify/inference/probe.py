@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.precision import cast
+
 if TYPE_CHECKING:
     from gradverify.inference.choice import Choice
     from gradverify.target.loaded import Target
@@ -37,7 +39,7 @@ def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -
     from gradverify.spec.models import Case
 
     case = Case.model_validate({"name": "probe", "inputs": [c.item for c in choices]})
-    arguments = build_inputs(case, 0)
+    arguments = cast(build_inputs(case, 0))  # a kernel's dtype and device (precision.py)
     with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
         if randomness:
             torch.manual_seed(RANDOM_SEEDS[0])
