@@ -83,6 +83,9 @@ class Result:
     # What `analytical` and `numerical` stand for when not backward's value and the value it
     # is compared with by default: ("first run", "second run") for two backward runs.
     value_labels: tuple[str, str] | None = None
+    # True: gradverify itself failed on this case (a bug to report, with the traceback in
+    # `details`), not a finding about the user's code; the run's exit code is then 3.
+    internal: bool = False
     # Backward's branches this case ran (one result of the case carries them), if measured.
     branches: Branches | None = None
 
@@ -240,11 +243,21 @@ class Report:
     coverage: Coverage | None = None  # a run over a package or a directory of code
     # zero-config targets: (target, the inferred cases, each {"case": name, "inputs": [...]})
     inferred: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = field(default=())
+    interrupted: bool = False  # Ctrl-C: the results of the cases that finished before it
 
     @property
     def passed(self) -> bool:
         failed_coverage = self.coverage is not None and self.coverage.failed
-        return not failed_coverage and not any(result.failed for result in self.results)
+        return (
+            not self.interrupted
+            and not failed_coverage
+            and not any(result.failed for result in self.results)
+        )
+
+    @property
+    def internal_errors(self) -> tuple[Result, ...]:
+        """The results where gradverify itself failed (exit code 3)."""
+        return tuple(result for result in self.results if result.internal)
 
     @property
     def summary(self) -> Summary:
@@ -272,5 +285,6 @@ class Report:
             "notes": list(self.notes),
             "coverage": self.coverage.to_dict() if self.coverage is not None else None,
             "inferred": {target: list(cases) for target, cases in self.inferred},
+            "interrupted": self.interrupted,
             "branch_coverage": [found.to_dict() for found in branch_coverage(self.results)],
         }
