@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,8 @@ def init(
     target = load_target(target_spec)
     if not force:
         _refuse_duplicate(target_spec, known.with_identity(target.identity))
+    if target.op_name is not None:  # one name for an op in every mode: `module:ns::name`
+        target = replace(target, spec=canonical(target_spec))
     path = output or Path("specs") / file_name(target_spec)
     if path.exists() and not force:
         raise UsageError(
