@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO
 
-from gradverify.paths import user_path
+from gradverify.target.paths import user_path
 
 SIGNAL = signal.SIGUSR1
 # How long the parent waits for a stuck worker's dump before killing it anyway.

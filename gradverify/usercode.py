@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from gradverify.memory import is_allocation_failure, out_of_memory
-from gradverify.paths import user_path
 from gradverify.stacks import last_user_frame, user_frames
+from gradverify.target.paths import user_path
 
 
 class UserCodeError(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gradverify.paths import user_path
+from gradverify.target.paths import user_path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tests" / "functions" / "lowlevel_pkg"

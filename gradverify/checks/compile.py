@@ -21,9 +21,9 @@ from gradverify.memory import is_allocation_failure
 from gradverify.numerics.compare import compare
 from gradverify.numerics.jacobian import differentiable_outputs, element_words, unravel
 from gradverify.numerics.salts import Salt
-from gradverify.paths import user_path
 from gradverify.results import Result, Status
 from gradverify.target.loaded import source_of
+from gradverify.target.paths import user_path
 from gradverify.usercode import UserCodeError, call_forward
 
 

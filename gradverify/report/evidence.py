@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradverify.paths import user_path
 from gradverify.results import Result
+from gradverify.target.paths import user_path
 
 
 def explanation(result: Result) -> list[str]:
@@ -61,7 +61,7 @@ def argument(result: Result) -> str:
 
 
 def relative_path(path: str) -> str:
-    """`path` as the user can open or find it (see `gradverify.paths.user_path`)."""
+    """`path` as the user can open or find it (see `gradverify.target.paths.user_path`)."""
     return user_path(path)
 
 

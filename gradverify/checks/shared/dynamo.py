@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gradverify.paths import user_path
 from gradverify.stacks import is_user_frame, last_user_frame
+from gradverify.target.paths import user_path
 from gradverify.usercode import first_line
 
 BACKEND = "aot_eager"  # traces forward and backward (AOTAutograd), needs no C++ compiler
