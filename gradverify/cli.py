@@ -97,6 +97,7 @@ def check(
         Optional[str],  # noqa: UP045
         typer.Option(
             "--output",
+            "-o",
             metavar="FILE",
             help="Write the --format report to FILE; the terminal still gets the text report.",
         ),

@@ -11,6 +11,7 @@ from gradverify.commands.terminal import use_color, width
 from gradverify.exitcodes import ExitCode
 
 if TYPE_CHECKING:
+    from gradverify.results import Report, Result
     from gradverify.run.coverage import PackageWork
     from gradverify.run.session import RunOptions
     from gradverify.spec.load import SpecEntry
@@ -41,7 +42,7 @@ def run_check(
     from gradverify.run import session
 
     session.start_early(options)
-    from gradverify.report import FORMATS, RenderOptions
+    from gradverify.commands.offers import offers
     from gradverify.run.progress import progress_listener
     from gradverify.spec.changed_files import resolve
     from gradverify.spec.config import load_config, with_defaults, with_extra_checks
@@ -56,26 +57,68 @@ def run_check(
     plan = make_plan(work.arguments, spec, config.spec_paths) if work.arguments else Plan()
     entries = [*plan.entries, *work.entries]
     notes = [note for note in (config.note, *work.notes, *plan.notes) if note]
-    for entry, note in session.infer_entries(plan.bare_targets, options):
+    if not scope.changed_files and not work.entries:
+        notes.extend(offers(paths))
+    inferred, failed = session.infer_entries(plan.bare_targets, options)
+    for entry, note in inferred:
         entries.append(entry)
         notes.append(note)
     package = _package_work(plan, entries, options, scope.require_specs)
     if package is not None:
         entries.extend(package.entries)
         notes.extend(package.notes)
+        failed.extend(package.failed)
     entries = with_extra_checks(with_defaults(entries, config), scope.extra_checks)
     terminal_format = OutputFormat.text if output is not None else output_format
     show_progress = terminal_format is OutputFormat.text and sys.stderr.isatty()
-    with progress_listener(enabled=show_progress) as listener:
-        report = session.run(entries, options, notes, listener)
-    if package is not None:
-        report = replace(report, coverage=package.coverage)
+    # No terminal for a bar (CI, a log file): a line per finished target on a long run.
+    lines = None if sys.stderr.isatty() else entries
+    with progress_listener(show_progress, lines=lines) as listener:
+        try:
+            report = session.run(entries, options, notes, listener)
+        except session.RunInterrupted as interrupted:  # what finished, then exit 130
+            report = _complete(interrupted.report, failed, package)
+            _emit(report, output_format, output, quiet, verbose)
+            raise
+    report = _complete(report, failed, package)
+    _emit(report, output_format, output, quiet, verbose)
+    if report.internal_errors:
+        _plead(len(report.internal_errors))
+        return ExitCode.INTERNAL
+    return ExitCode.OK if report.passed else ExitCode.FAILED
+
+
+def _complete(report: Report, failed: list[Result], package: PackageWork | None) -> Report:
+    """The run's report with the targets that failed before it (not loaded, or gradverify
+    failed inferring their inputs) first, and a package's coverage."""
+    coverage = package.coverage if package is not None else report.coverage
+    return replace(report, results=(*failed, *report.results), coverage=coverage)
+
+
+def _emit(
+    report: Report, output_format: OutputFormat, output: str | None, quiet: bool, verbose: bool
+) -> None:
+    """The report on stdout (text when `output` is a file), and in `output` if given."""
+    from gradverify.report import FORMATS, RenderOptions
+
+    terminal_format = OutputFormat.text if output is not None else output_format
     render_options = RenderOptions(color=use_color(), width=width(), quiet=quiet, verbose=verbose)
     sys.stdout.write(FORMATS[terminal_format.value](report, render_options))
     if output is not None:
         file_options = RenderOptions(quiet=quiet, verbose=verbose)
         write_report(output, FORMATS[output_format.value](report, file_options))
-    return ExitCode.OK if report.passed else ExitCode.FAILED
+
+
+def _plead(errors: int) -> None:
+    """After the report: gradverify's own errors, each shown above with its traceback."""
+    from gradverify._version import __version__
+
+    cases = f"{errors} case(s)" if errors != 1 else "1 case"
+    sys.stderr.write(
+        f"internal error in gradverify {__version__} in {cases} (shown above with the "
+        "traceback): this is a bug in gradverify, not in your code. Please report it with "
+        "the traceback above.\n"
+    )
 
 
 def _package_work(

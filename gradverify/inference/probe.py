@@ -34,11 +34,16 @@ def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -
     """One forward, and backward with ones as grad_outputs, on the inputs of `choices`;
     with `randomness`, forward under two more seeds too, to tell whether it is random."""
     import torch
+    from pydantic import ValidationError
 
     from gradverify.inputs import build_inputs
     from gradverify.spec.models import Case
 
-    case = Case.model_validate({"name": "probe", "inputs": [c.item for c in choices]})
+    try:
+        case = Case.model_validate({"name": "probe", "inputs": [c.item for c in choices]})
+    except ValidationError as invalid:  # a degenerate guess (low == high): a reason, not a crash
+        reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in invalid.errors())
+        return ProbeOutcome("forward", f"no valid inputs of this guess: {reasons}")
     arguments = cast(build_inputs(case, 0))  # a kernel's dtype and device (precision.py)
     with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
         if randomness:

@@ -3,7 +3,8 @@
 One `<testsuite>` per target, one `<testcase>` per result: classname the target, name
 `case::check` (with the argument, output or lint rule when the result is about one). A
 failure carries its one-line message in `message` and the whole explanation in its body;
-a skip is `<skipped>`; a warning passes, with the warning in `<system-out>`.
+a skip is `<skipped>`; a warning passes, with the warning in `<system-out>`. gradverify's
+own failure on a case (an internal error) is an `<error>`, as pytest writes its own.
 A check that does not apply to the Function (no jvp rule, no `reference:` key) is not a
 test, and CI would show a `<skipped>` one as skipped: it has no `<testcase>`, and the
 suite's `not_applicable` property counts it.
@@ -26,12 +27,13 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 def render(report: Report, options: RenderOptions | None = None) -> str:
     summary = report.summary
+    errors = len(report.internal_errors)
     root = ET.Element(
         "testsuites",
         name="gradverify",
         tests=str(summary.results - summary.not_applicable),
-        failures=str(summary.failed),
-        errors="0",
+        failures=str(summary.failed - errors),
+        errors=str(errors),
         skipped=str(summary.skipped),
         time=_seconds(report.results),
     )
@@ -52,12 +54,13 @@ def render(report: Report, options: RenderOptions | None = None) -> str:
 def _suite(target: str, all_results: list[Result]) -> ET.Element:
     results = [result for result in all_results if not result.not_applicable]
     by_status = Counter(result.status for result in results)
+    errors = sum(1 for result in results if result.internal)
     suite = ET.Element(
         "testsuite",
         name=_xml(target),
         tests=str(len(results)),
-        failures=str(by_status[Status.FAIL]),
-        errors="0",
+        failures=str(by_status[Status.FAIL] - errors),
+        errors=str(errors),
         skipped=str(by_status[Status.SKIP]),
         time=_seconds(all_results),
     )
@@ -84,8 +87,9 @@ def _testcase(result: Result, name: str) -> ET.Element:
             testcase.set("line", str(result.spec_line))
     body = "\n".join(explanation(result))
     if result.status is Status.FAIL:
+        kind, category = ("error", "internal") if result.internal else ("failure", result.check)
         failure = ET.SubElement(
-            testcase, "failure", message=_xml(_headline(result)), type=f"gradverify.{result.check}"
+            testcase, kind, message=_xml(_headline(result)), type=f"gradverify.{category}"
         )
         failure.text = _xml(body)
     elif result.status is Status.SKIP:

@@ -66,7 +66,8 @@ def render(report: Report, options: RenderOptions | None = None) -> str:
                         "rules": rules,
                     }
                 },
-                "invocations": [{"executionSuccessful": True}],
+                # gradverify's own failure on a case (an internal error) is a failed run
+                "invocations": [{"executionSuccessful": not report.internal_errors}],
                 "results": [
                     _result(result, index, fingerprint)
                     for result, fingerprint in zip(problems, _fingerprints(problems), strict=True)

@@ -1,6 +1,9 @@
 """A run over a package (`gradverify check mypkg`): each Function and op its code defines is
 checked with the specs that name it, else with inputs inferred from its signature; one whose
-inputs cannot be inferred is listed, with the reason, in the run's gradient coverage."""
+inputs cannot be inferred is listed, with the reason, in the run's gradient coverage. One
+whose module cannot be imported, or that gradverify failed on, is listed there too, and is
+a failed result of the run (gradverify.run.failures): a run that checked nothing because
+nothing loaded is never green."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gradverify.errors import GradverifyError
-from gradverify.results import Coverage, Uncovered
+from gradverify.results import Coverage, Result, Uncovered
 from gradverify.run.session import RunOptions, infer_each
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.plan import DefinedTarget
@@ -21,6 +24,7 @@ class PackageWork:
     entries: list[SpecEntry]
     notes: list[str]
     coverage: Coverage
+    failed: list[Result]  # a target not loaded, or an internal error while inferring
 
 
 def package_work(
@@ -39,6 +43,7 @@ def package_work(
     with_specs: list[str] = []
     inferred: list[str] = []
     without: list[Uncovered] = []
+    failed: list[Result] = []
     for item in defined:
         if item.entries:
             with_specs.append(item.entries[0].spec.target or item.target)
@@ -48,6 +53,16 @@ def package_work(
                     entries.append(entry)
             continue
         outcome = inferred_by_target[item.target]
+        if isinstance(outcome, Result):
+            failed.append(outcome)
+            prefix = f"cannot load target '{item.target}': "
+            reason = (
+                "gradverify failed while inferring its inputs (an internal error, above)"
+                if outcome.internal
+                else f"not loaded (failed above): {outcome.message.removeprefix(prefix)}"
+            )
+            without.append(Uncovered(item.target, reason))
+            continue
         if isinstance(outcome, GradverifyError):
             without.append(Uncovered(item.target, _reason(outcome.render(), item.target)))
             continue
@@ -57,7 +72,7 @@ def package_work(
         inferred.append(item.target)
     ops = sum(1 for item in defined if item.definition.kind == "custom op")
     coverage = Coverage(tuple(with_specs), tuple(inferred), tuple(without), ops, require_specs)
-    return PackageWork(entries, notes, coverage)
+    return PackageWork(entries, notes, coverage, failed)
 
 
 def _key(entry: SpecEntry) -> tuple[str | None, int | None, str | None]:

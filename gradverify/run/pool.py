@@ -43,6 +43,7 @@ class Outcome:
     done: bool = False
     ended: str | None = None  # why it ended early: "process died with SIGSEGV", "timed out ..."
     user_error: str | None = None  # a spec or target error found in the worker
+    not_loaded: bool = False  # that error is the target's: it cannot be loaded (TargetError)
     internal: str | None = None  # a traceback of gradverify's own failure
     inferred: dict[str, Any] | None = (
         None  # an InferTask's answer (gradverify.inference.zeroconfig)
@@ -103,11 +104,16 @@ class WorkerPool:
         self.close(abandon=kind is not None)
 
     def run(
-        self, tasks: Sequence[tuple[AnyTask, float]], listener: Listener | None = None
+        self,
+        tasks: Sequence[tuple[AnyTask, float]],
+        listener: Listener | None = None,
+        outcomes: dict[int, Outcome] | None = None,
     ) -> dict[int, Outcome]:
-        """Run every (task, timeout); the outcome of each task by its id."""
+        """Run every (task, timeout); the outcome of each task by its id, filled in as they
+        run into `outcomes` when given (what was done when a Ctrl-C stops the run)."""
         pending = deque(tasks)
-        outcomes: dict[int, Outcome] = {task.id: Outcome() for task, _ in tasks}
+        outcomes = {} if outcomes is None else outcomes
+        outcomes.update({task.id: Outcome() for task, _ in tasks})
 
         def notify(task: AnyTask, kind: str, value: Any) -> None:
             if listener is not None and isinstance(task, Task):  # progress is about cases
@@ -238,7 +244,7 @@ class WorkerPool:
             if kind == "done":
                 outcome.notes, outcome.done = message[2], True
             elif kind == "user_error":
-                outcome.user_error = message[2]
+                outcome.user_error, outcome.not_loaded = message[2], message[3]
             else:
                 outcome.internal = message[2]
             worker.task, worker.deadline = None, None

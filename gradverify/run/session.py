@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,9 +16,9 @@ from typing import Any
 
 from gradverify.catalogue import ENTRIES
 from gradverify.engine.folding import once_per_function
-from gradverify.errors import GradverifyError
-from gradverify.results import Report, Result, Status
-from gradverify.run import forkserver
+from gradverify.errors import GradverifyError, TargetError
+from gradverify.results import Report, Result
+from gradverify.run import failures, forkserver
 from gradverify.run.cache import ResultCache
 from gradverify.run.pool import Outcome, WorkerPool
 from gradverify.run.tasks import InferTask, OpTask, Task
@@ -30,6 +31,24 @@ INFER_TIMEOUT = 120.0  # seconds for zero-config's trial runs, as a spec's defau
 
 class InternalError(Exception):
     """gradverify itself failed inside a worker; carries the worker's traceback."""
+
+
+class NotLoaded(GradverifyError):
+    """A target that a worker could not load (TargetError there): its module raised on import."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, with the report of the cases that finished before it."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__()
+        self.report = report
+
+
+# The case name of a result about a whole target that never got to its cases.
+NOT_LOADED_CASE = "not loaded"
+INFERRING_CASE = "inferring inputs"
+Finished = dict[int, tuple[list[Result], tuple[str, ...]]]
 
 
 @dataclass(frozen=True)
@@ -58,25 +77,39 @@ def run(
         for index, (entry, case) in enumerate(pairs)
     ]
     cache = ResultCache(options.cache_dir) if options.cache else None
-    finished: dict[int, tuple[list[Result], tuple[str, ...]]] = {}
+    finished: Finished = {}
     for task in tasks:
         hit = cache.lookup(task) if cache else None
         if hit is not None:
             finished[task.id] = (hit, ())
+            if listener is not None:
+                listener(task, "cached", hit)
     remaining = [task for task in tasks if task.id not in finished]
     ran = {task.id for task in remaining}
-    if options.isolation:
-        finished.update(_in_workers(remaining, options, listener))
-    else:
-        finished.update(_in_process(remaining, listener))
+    try:
+        if options.isolation:
+            _in_workers(remaining, options, listener, finished)
+        else:
+            _in_process(remaining, listener, finished)
+    except KeyboardInterrupt as interrupt:  # what finished is still worth reporting
+        partial = _report([t for t in tasks if t.id in finished], finished, entries, notes)
+        raise RunInterrupted(replace(partial, interrupted=True)) from interrupt
+    if cache is not None:
+        for task in tasks:
+            if task.id in ran:
+                cache.store(task, finished[task.id][0])
+    return _report(tasks, finished, entries, notes)
+
+
+def _report(
+    tasks: Sequence[Task], finished: Finished, entries: Sequence[SpecEntry], notes: Sequence[str]
+) -> Report:
     results: list[Result] = []
     all_notes = list(notes)
     for task in tasks:
         case_results, case_notes = finished[task.id]
         results.extend(case_results)
         all_notes.extend(f"{task.entry.spec.target} [{task.case}]: {note}" for note in case_notes)
-        if cache is not None and task.id in ran:
-            cache.store(task, case_results)
     return Report(
         results=tuple(once_per_function(results)),
         notes=tuple(all_notes),
@@ -106,23 +139,32 @@ def start_early(options: RunOptions) -> None:
         forkserver.server()
 
 
-def infer_entries(targets: Sequence[str], options: RunOptions) -> list[tuple[SpecEntry, str]]:
-    """Zero-config: a spec entry and a note for each target that no spec names.
+def infer_entries(
+    targets: Sequence[str], options: RunOptions
+) -> tuple[list[tuple[SpecEntry, str]], list[Result]]:
+    """Zero-config: a spec entry and a note for each target that no spec names, and an
+    internal-error result for each target that gradverify failed on while inferring.
 
     Answered from the cache while a target's source is unchanged; else inferred in a worker
     when isolated, so that the user's forward runs isolated and this process never imports
     torch: a zero-config check pays one torch import, the fork server's.
     """
-    results = infer_each(targets, options, keep_going=False)
-    return [result for result in results if not isinstance(result, GradverifyError)]
+    inferred = infer_each(targets, options, keep_going=False)
+    entries = [found for found in inferred if isinstance(found, tuple)]
+    return entries, [found for found in inferred if isinstance(found, Result)]
+
+
+Inferred = tuple[SpecEntry, str] | GradverifyError | Result
 
 
 def infer_each(
     targets: Sequence[str], options: RunOptions, keep_going: bool = True
-) -> list[tuple[SpecEntry, str] | GradverifyError]:
+) -> list[Inferred]:
     """`infer_entries`, with a target whose inputs cannot be inferred given its error in its
     place (`keep_going`) rather than raising it: a run over a package checks the others and
-    lists it in the coverage."""
+    lists it in the coverage. A target whose module cannot be imported is then a failed
+    result (`failures.not_loaded`). Whatever `keep_going` says, gradverify's own error on one
+    target is that target's internal-error result, and the others are inferred."""
     if not targets:
         return []
     from gradverify.inference.zeroconfig import cached_entry, inferred
@@ -131,14 +173,21 @@ def infer_each(
         import_the_engine()
     cache = ResultCache(options.cache_dir) if options.cache else None
     infer = _infer_in_worker(options) if options.isolation else inferred
-    results: list[tuple[SpecEntry, str] | GradverifyError] = []
+    results: list[Inferred] = []
     for target in targets:
         try:
             results.append(cached_entry(target, cache, infer))
+        except (TargetError, NotLoaded) as error:
+            if not keep_going:
+                raise
+            results.append(failures.not_loaded(target, NOT_LOADED_CASE, error.render()))
         except GradverifyError as error:
             if not keep_going:
                 raise
             results.append(error)
+        except Exception as error:  # gradverify's own bug: this target's result, not the run's end
+            trace = str(error) if isinstance(error, InternalError) else traceback.format_exc()
+            results.append(failures.internal_error(target, INFERRING_CASE, "forward", trace))
     return results
 
 
@@ -159,7 +208,7 @@ def _infer_in_worker(options: RunOptions) -> Callable[[str], dict[str, Any]]:
             timeout = options.timeout or INFER_TIMEOUT
             outcome = pool.run([(InferTask(0, target), timeout)])[0]
         if outcome.user_error is not None:
-            raise GradverifyError(outcome.user_error)
+            raise (NotLoaded if outcome.not_loaded else GradverifyError)(outcome.user_error)
         if outcome.internal is not None:
             raise InternalError(outcome.internal)
         if outcome.inferred is None:
@@ -168,7 +217,7 @@ def _infer_in_worker(options: RunOptions) -> Callable[[str], dict[str, Any]]:
                 where += f" at {outcome.stuck_at.location}"
             raise GradverifyError(
                 f"cannot infer inputs for {target}: the trial run of inputs inferred from "
-                f"forward's signature {_short(outcome.ended or 'ended')}{where}. Write a spec "
+                f"forward's signature {failures.short(outcome.ended or 'ended')}{where}. Write a spec "
                 f"that gives the inputs (`gradverify init {target}` starts one)."
             )
         return outcome.inferred
@@ -192,18 +241,28 @@ def _with_overrides(entry: SpecEntry, options: RunOptions) -> SpecEntry:
 
 
 def _in_workers(
-    tasks: Sequence[Task], options: RunOptions, listener: Listener | None
-) -> dict[int, tuple[list[Result], tuple[str, ...]]]:
+    tasks: Sequence[Task], options: RunOptions, listener: Listener | None, finished: Finished
+) -> None:
+    """Run `tasks` in worker processes; each one's results into `finished`. Interrupted,
+    `finished` holds those whose worker said it was done."""
     if not tasks:
-        return {}
+        return
     cores = os.cpu_count() or 1
     size = min(options.jobs or cores, len(tasks))
     imports = _heavy_imports(tasks)
     if imports and forkserver.AVAILABLE:
         forkserver.server().preload(imports)
-    with WorkerPool(size, threads=max(1, cores // size)) as pool:
-        outcomes = pool.run([(task, task.entry.spec.timeout) for task in tasks], listener)
-    return {task.id: _results_of(task, outcomes[task.id]) for task in tasks}
+    outcomes: dict[int, Outcome] = {}
+    try:
+        with WorkerPool(size, threads=max(1, cores // size)) as pool:
+            pool.run([(task, task.entry.spec.timeout) for task in tasks], listener, outcomes)
+    except KeyboardInterrupt:
+        for task in tasks:
+            outcome = outcomes.get(task.id)
+            if outcome is not None and (outcome.done or outcome.internal is not None):
+                finished[task.id] = _results_of(task, outcome)
+        raise
+    finished.update({task.id: _results_of(task, outcomes[task.id]) for task in tasks})
 
 
 def _heavy_imports(tasks: Sequence[Task]) -> list[str]:
@@ -222,91 +281,9 @@ def _heavy_imports(tasks: Sequence[Task]) -> list[str]:
 def _results_of(task: Task, outcome: Outcome) -> tuple[list[Result], tuple[str, ...]]:
     if outcome.user_error is not None:
         raise GradverifyError(outcome.user_error)
-    if outcome.internal is not None:
-        raise InternalError(outcome.internal)
-    if outcome.ended is None:
+    if outcome.ended is None and outcome.internal is None:
         return outcome.results, outcome.notes
-    return [*outcome.results, *_ended_results(task, outcome)], outcome.notes
-
-
-def _ended_results(task: Task, outcome: Outcome) -> list[Result]:
-    """A fail for the check the process ended in, and a skip for each check never run."""
-    spec = task.entry.spec
-    ran = {result.check for result in outcome.results}
-    # The worker said which checks the case runs; a process that ended before it could say
-    # (while loading the target) is failed at the checks the spec asks of any target.
-    checks = outcome.checks if outcome.checks is not None else spec.checks_for(custom_op=False)
-    current = _ended_in(outcome, checks, ran)
-    if current is None:
-        return []
-    line = task.entry.case_lines.get(task.case, task.entry.line)
-
-    def result(check: str, status: Status, message: str, **fields: Any) -> Result:
-        return Result(
-            target=spec.target or "", case=task.case, check=check, status=status,
-            message=message, spec_file=task.entry.file, spec_line=line, **fields,
-        )  # fmt: skip
-
-    ended = [result(current, Status.FAIL, _ended_message(outcome, current), **_timing(outcome))]
-    ended.extend(
-        result(check, Status.SKIP, f"not run: the case's process {_short(outcome.ended or '')}")
-        for check in checks
-        if check not in ran and check != current
-    )
-    return ended
-
-
-def _ended_in(outcome: Outcome, checks: Sequence[str], ran: set[str]) -> str | None:
-    """The check a case's process ended in. Ended before any check started (building and
-    settling the inputs calls forward): `forward`, the check that runs forward first."""
-    if outcome.check in checks:
-        return outcome.check
-    if outcome.check is None and outcome.phase == "forward" and "forward" in checks:
-        return "forward"
-    return next((c for c in checks if c not in ran), None)
-
-
-def _ended_message(outcome: Outcome, check: str) -> str:
-    where = f" in {outcome.phase}" if outcome.phase else ""
-    stuck = f" at {outcome.stuck_at.location}" if outcome.stuck_at is not None else ""
-    during = (
-        f"during check {check}"
-        if outcome.check is not None
-        else "while preparing the case's inputs, before its first check"
-    )
-    return f"{outcome.ended}{where}{stuck} ({during})"
-
-
-def _timing(outcome: Outcome) -> dict[str, Any]:
-    """A timeout's cost so far, check by check, and what to do: it is not a finding."""
-    if outcome.elapsed is None:
-        return {}
-    fields: dict[str, Any] = {
-        "seconds": max(0.0, outcome.elapsed - sum(r.seconds for r in outcome.results))
-    }
-    if outcome.stuck_at is not None:
-        fields["source_file"] = outcome.stuck_at.file
-        fields["source_line"] = outcome.stuck_at.line
-    spent: dict[str, float] = {}
-    for finished in outcome.results:
-        spent[finished.check] = spent.get(finished.check, 0.0) + finished.seconds
-    so_far = ", ".join(f"{check} {seconds:.2f} s" for check, seconds in spent.items())
-    running = outcome.check or "preparing the inputs"
-    fields["details"] = (
-        f"time so far: {so_far or 'no check finished'}; {running} ran "
-        f"{outcome.check_elapsed or 0.0:.2f} s until stopped ({outcome.elapsed:.2f} s in all)",
-    )
-    leave_out = f", or leave {outcome.check} out with `checks:`" if outcome.check else ""
-    fields["hint"] = (
-        "no finding: the case ran out of time. If your code never returns from the line named, fix that; "
-        "if it is only slow, give the case more time (`timeout:` in the spec, or --timeout), "
-        f"a smaller shape, `mode: randomized` (random projections, not whole Jacobians){leave_out}"
-    )
-    return fields
-
-
-def _short(ended: str) -> str:
-    return ended.removeprefix("process ")
+    return [*outcome.results, *failures.ended_results(task, outcome)], outcome.notes
 
 
 def import_the_engine() -> None:
@@ -324,34 +301,54 @@ def import_the_engine() -> None:
             gc.enable()
 
 
-def _in_process(
-    tasks: Sequence[Task], listener: Listener | None
-) -> dict[int, tuple[list[Result], tuple[str, ...]]]:
+def _in_process(tasks: Sequence[Task], listener: Listener | None, finished: Finished) -> None:
+    """Run `tasks` here, one after another; each one's results into `finished`. gradverify's
+    own error on a case is that case's result, as in a worker (`_ended_results`)."""
     import_the_engine()
     from gradverify.engine.case import Job, run_case
     from gradverify.target.loading import load_target
 
-    finished: dict[int, tuple[list[Result], tuple[str, ...]]] = {}
     targets: dict[str, Any] = {}
     for task in tasks:
-        name = task.entry.spec.target or ""
-        if name not in targets:
-            targets[name] = load_target(name)
-        case = next(c for c in task.entry.spec.cases if c.name == task.case)
-        observer = _ListenerObserver(task, listener) if listener else None
-        finished[task.id] = run_case(Job(task.entry, targets[name]), case, task.seed, observer)
-    return finished
+        observer = _Observer(task, listener)
+        try:
+            name = task.entry.spec.target or ""
+            if name not in targets:
+                targets[name] = load_target(name)
+            case = next(c for c in task.entry.spec.cases if c.name == task.case)
+            results, notes = run_case(Job(task.entry, targets[name]), case, task.seed, observer)
+        except GradverifyError:
+            raise
+        except Exception:
+            observer.outcome.internal = traceback.format_exc()
+            observer.tell("internal", observer.outcome.internal)
+        else:
+            observer.outcome.results, observer.outcome.notes = results, notes
+            observer.outcome.done = True
+            observer.tell("done", notes)
+        finished[task.id] = _results_of(task, observer.outcome)
 
 
-class _ListenerObserver:
-    def __init__(self, task: Task, listener: Listener) -> None:
+class _Observer:
+    """A case run in this process, told as a worker tells the pool: an Outcome, and the
+    listener's events."""
+
+    def __init__(self, task: Task, listener: Listener | None) -> None:
         self.task, self.listener = task, listener
+        self.outcome = Outcome()
+
+    def tell(self, kind: str, value: Any) -> None:
+        if self.listener is not None:
+            self.listener(self.task, kind, value)
 
     def checks_chosen(self, checks: Sequence[str]) -> None:
-        self.listener(self.task, "checks", tuple(checks))
+        self.outcome.checks = tuple(checks)
+        self.tell("checks", tuple(checks))
 
     def check_started(self, check_id: str) -> None:
-        self.listener(self.task, "check", check_id)
+        self.outcome.check = check_id
+        self.tell("check", check_id)
 
     def check_finished(self, results: list[Result]) -> None:
-        self.listener(self.task, "results", results)
+        self.outcome.results.extend(results)
+        self.tell("results", results)

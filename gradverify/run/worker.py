@@ -38,7 +38,7 @@ def serve(connection: Connection, threads: int) -> None:
 
 def _serve_cases(connection: Connection) -> None:
     from gradverify.engine.case import Job, run_case
-    from gradverify.errors import GradverifyError
+    from gradverify.errors import GradverifyError, TargetError
     from gradverify.stacks import dump_on_signal, remove
     from gradverify.target.loading import load_target
     from gradverify.usercode import listen_to_phases
@@ -75,7 +75,8 @@ def _serve_cases(connection: Connection) -> None:
             _, notes = run_case(job, case, task.seed, observer=reporter)
             connection.send(("done", task.id, notes))
         except GradverifyError as error:
-            connection.send(("user_error", task.id, error.render()))
+            not_loaded = isinstance(error, TargetError)
+            connection.send(("user_error", task.id, error.render(), not_loaded))
         except Exception:
             connection.send(("internal", task.id, traceback.format_exc()))
         finally:

@@ -1,0 +1,148 @@
+"""Results for what stopped a case or a target before its checks said all they had to.
+
+Trouble in one target is that target's result, as pytest's runner makes an error in one test
+that test's error: a case's process that died or ran out of time, gradverify's own failure
+on one case (an internal error, exit code 3 at the end), a package's module that cannot be
+imported. The run goes on with the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gradverify._version import __version__
+from gradverify.results import Result, Status
+from gradverify.run.pool import Outcome
+from gradverify.run.tasks import Task
+
+PLEA = (
+    "this is a bug in gradverify, not in your code: please report it with the traceback "
+    "(`details`); every other case ran and is reported"
+)
+# The check a target that never loaded is failed at: the one that runs forward first.
+LOAD_CHECK = "forward"
+
+
+def internal_error(
+    target: str,
+    case: str,
+    check: str,
+    trace: str,
+    spec_file: str | None = None,
+    spec_line: int | None = None,
+) -> Result:
+    """gradverify failed on this case in `check` (or preparing it): the traceback `trace`,
+    and the request to report it."""
+    lines = trace.rstrip().splitlines()
+    last = lines[-1] if lines else "an unknown error"
+    return Result(
+        target=target, case=case, check=check, status=Status.FAIL,
+        message=f"internal error in gradverify {__version__}: {last}",
+        hint=PLEA, details=tuple(lines), spec_file=spec_file, spec_line=spec_line,
+        internal=True,
+    )  # fmt: skip
+
+
+def not_loaded(target: str, case: str, message: str) -> Result:
+    """A target found in a package's code whose module cannot be imported (a missing
+    dependency, an error at import): a failure of the run, with the import error."""
+    headline, _, rest = message.strip().partition("\n")
+    return Result(
+        target=target, case=case, check=LOAD_CHECK, status=Status.FAIL, message=headline,
+        details=tuple(rest.splitlines()),
+        hint="its module could not be imported, so none of its checks ran: install what it "
+        "needs, or fix the error at import",
+    )  # fmt: skip
+
+
+def ended_results(task: Task, outcome: Outcome) -> list[Result]:
+    """A case that ended early (its process died or ran out of time, or gradverify failed on
+    it): a fail for the check it ended in, and a skip for each check never run."""
+    spec = task.entry.spec
+    ran = {result.check for result in outcome.results}
+    # The worker said which checks the case runs; a process that ended before it could say
+    # (while loading the target) is failed at the checks the spec asks of any target.
+    checks = outcome.checks if outcome.checks is not None else spec.checks_for(custom_op=False)
+    current = _ended_in(outcome, checks, ran)
+    if outcome.internal is not None and outcome.check is None and "forward" in checks:
+        current = "forward"  # failed preparing the inputs, which calls forward
+    if current is None:  # every check had finished: gradverify failed after the last one
+        current = outcome.check or (checks[-1] if checks else "forward")
+    line = task.entry.case_lines.get(task.case, task.entry.line)
+
+    def result(check: str, status: Status, message: str, **fields: Any) -> Result:
+        return Result(
+            target=spec.target or "", case=task.case, check=check, status=status,
+            message=message, spec_file=task.entry.file, spec_line=line, **fields,
+        )  # fmt: skip
+
+    if outcome.internal is not None:
+        target = spec.target or ""
+        first = internal_error(target, task.case, current, outcome.internal, task.entry.file, line)
+        why = f"not run: gradverify failed in `{current}` (an internal error)"
+        pointer: dict[str, Any] = {"same_as": current}  # said once, pointed at from the rest
+    else:
+        first = result(current, Status.FAIL, _ended_message(outcome, current), **_timing(outcome))
+        why, pointer = f"not run: the case's process {short(outcome.ended or '')}", {}
+    ended = [first]
+    ended.extend(
+        result(check, Status.SKIP, why, **pointer)
+        for check in checks
+        if check not in ran and check != current
+    )
+    return ended
+
+
+def _ended_in(outcome: Outcome, checks: Sequence[str], ran: set[str]) -> str | None:
+    """The check a case's process ended in. Ended before any check started (building and
+    settling the inputs calls forward): `forward`, the check that runs forward first."""
+    if outcome.check in checks:
+        return outcome.check
+    if outcome.check is None and outcome.phase == "forward" and "forward" in checks:
+        return "forward"
+    return next((c for c in checks if c not in ran), None)
+
+
+def _ended_message(outcome: Outcome, check: str) -> str:
+    where = f" in {outcome.phase}" if outcome.phase else ""
+    stuck = f" at {outcome.stuck_at.location}" if outcome.stuck_at is not None else ""
+    during = (
+        f"during check {check}"
+        if outcome.check is not None
+        else "while preparing the case's inputs, before its first check"
+    )
+    return f"{outcome.ended}{where}{stuck} ({during})"
+
+
+def _timing(outcome: Outcome) -> dict[str, Any]:
+    """A timeout's cost so far, check by check, and what to do: it is not a finding."""
+    if outcome.elapsed is None:
+        return {}
+    fields: dict[str, Any] = {
+        "seconds": max(0.0, outcome.elapsed - sum(r.seconds for r in outcome.results))
+    }
+    if outcome.stuck_at is not None:
+        fields["source_file"] = outcome.stuck_at.file
+        fields["source_line"] = outcome.stuck_at.line
+    spent: dict[str, float] = {}
+    for finished in outcome.results:
+        spent[finished.check] = spent.get(finished.check, 0.0) + finished.seconds
+    so_far = ", ".join(f"{check} {seconds:.2f} s" for check, seconds in spent.items())
+    running = outcome.check or "preparing the inputs"
+    fields["details"] = (
+        f"time so far: {so_far or 'no check finished'}; {running} ran "
+        f"{outcome.check_elapsed or 0.0:.2f} s until stopped ({outcome.elapsed:.2f} s in all)",
+    )
+    leave_out = f", or leave {outcome.check} out with `checks:`" if outcome.check else ""
+    fields["hint"] = (
+        "no finding: the case ran out of time. If your code never returns from the line named, fix that; "
+        "if it is only slow, give the case more time (`timeout:` in the spec, or --timeout), "
+        f"a smaller shape, `mode: randomized` (random projections, not whole Jacobians){leave_out}"
+    )
+    return fields
+
+
+def short(ended: str) -> str:
+    """`process died with SIGSEGV` as `died with SIGSEGV`, to follow a subject."""
+    return ended.removeprefix("process ")
