@@ -1,4 +1,4 @@
-"""The bundled Triton examples (gradverify/examples/triton_kernels.py, specs_triton/) and a
+"""The bundled Triton examples (gradverify/examples/triton_kernels/, specs_triton/) and a
 package of Triton kernels, checked on the CPU through Triton's interpreter.
 
 Triton reads TRITON_INTERPRET when a kernel is decorated, so every run that launches a

@@ -1,8 +1,9 @@
 """SiLU written as Triton kernels, wrapped in torch.autograd.Functions: a correct one and a
 twin whose backward kernel drops a term below x = -1.
 
-The kernels (`triton_silu_kernels.py`) need triton (`pip install 'gradverify[triton]'`) and
-are imported the first time forward runs, so this module imports without it. They run on
+The kernels (`silu.py` beside this file) need triton (`pip install 'gradverify[triton]'`)
+and are imported the first time forward runs, so this package imports without it (and a
+walk over `gradverify.examples`' modules never reaches them). They run on
 CUDA tensors, or on CPU tensors when `TRITON_INTERPRET=1` is set before they are first run
 (Triton's interpreter). Like most kernels they take float16, bfloat16 and float32 only and
 refuse float64, so `specs_triton/silu.yaml` checks them in float32 against
@@ -32,12 +33,12 @@ def _kernels(x: torch.Tensor) -> ModuleType:
             "set TRITON_INTERPRET=1 to run it on the CPU through Triton's interpreter"
         )
     try:
-        from gradverify.examples import triton_silu_kernels
+        from gradverify.examples.triton_kernels import silu
     except ImportError as error:
         raise ImportError(
             "the Triton examples need triton: pip install 'gradverify[triton]'"
         ) from error
-    return triton_silu_kernels
+    return silu
 
 
 def _grid(count: int) -> tuple[int]:

@@ -3,7 +3,7 @@
 # tl.constexpr would change how Triton specializes the kernel, so they carry none.
 """SiLU's forward and backward as Triton kernels, correct and with a dropped term.
 
-Imported only by `gradverify.examples.triton_kernels` when one of its Functions runs, so
+Imported by `gradverify.examples.triton_kernels` only when one of its Functions runs, so
 that `import gradverify` never needs triton. Triton reads `TRITON_INTERPRET` when these
 kernels are decorated (when this module is first imported): with `TRITON_INTERPRET=1` they
 run on CPU tensors through Triton's interpreter, otherwise on CUDA tensors.
