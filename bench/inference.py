@@ -27,6 +27,11 @@ TARGETS = [
     "gradverify.examples.swish:Swish", "tests.functions.correct:Mul",
     "tests.functions.inference:HardSigmoid", "tests.functions.inference:LinearTanh",
     "tests.functions.inference:RMSNormForgotEps",
+    # issue 23: both sides of a comparison, paired and repeating indices, ranks, N != M,
+    # a default as a 0-d tensor
+    "tests.functions.branches:BoxSDF", "tests.functions.indices:SegmentSum",
+    "tests.functions.indices:Gather", "tests.functions.shapes:BilinearLookup",
+    "tests.functions.shapes:MeanSquaredDistance", "tests.functions.branches:ExpScale",
 ]  # fmt: skip
 
 

@@ -103,8 +103,9 @@ def fit(target: Target, choices: Sequence[Choice]) -> list[Choice]:
         source = by_name.get(partner[0]) if partner else None
         if choice.dtype == "int64" and source is not None and is_float_tensor(source):
             choice = _paired(choice, source, partner[1] if partner else None)
-        if choice.dtype == "int64" and REPEATS in choice.reason:
-            choice = replace(choice, high=max(0, min(choice.high, math.prod(choice.shape) - 2)))
+        if choice.dtype == "int64" and REPEATS in choice.reason and choice.high > 1:
+            # a spec's range needs low < high: 0..1 at least
+            choice = replace(choice, high=max(1, min(choice.high, math.prod(choice.shape) - 2)))
         fitted.append(choice)
     return _counts(fitted)
 
@@ -145,7 +146,7 @@ def repeats(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
             continue
         longer = replace(choice, shape=(int(choice.high) + 2,), reason="long enough to repeat")
         yield Extra(f"{choice.name} [{int(choice.high) + 2}]", _with(base, position, longer))
-        if length >= 2:
+        if length >= 3:  # 0..length - 2, and a spec's range needs low < high
             narrowed = replace(choice, high=length - 2, reason=REPEATS)
             label = f"{choice.name} {list(choice.shape)} in 0..{length - 2}"
             yield Extra(label, _with(base, position, narrowed))
