@@ -94,8 +94,9 @@ def check(arguments: list[str], environment: dict[str, str] | None = None) -> Ru
     )
     wall = time.perf_counter() - started
     if done.returncode not in (0, 1):
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return Run(done.returncode, [], wall, last[:200])
+        # The exception's own line, before the request to report it.
+        last = " / ".join(done.stderr.strip().splitlines()[-2:]) or "no output"
+        return Run(done.returncode, [], wall, last[:300])
     return Run(done.returncode, json.loads(done.stdout)["results"], wall)
 
 
@@ -158,7 +159,7 @@ def differences(cpu: Run, other: Run) -> list[str]:
         if first.get(key) != second.get(key):
             spec, target, case, check_id, argument = key
             where = f"{spec}: {target} [{case}] {check_id}" + (
-                f" arg {argument}" if argument else ""
+                f" arg {argument}" if argument is not None else ""
             )
             lines.append(f"{where}: cpu {first.get(key)}, device {second.get(key)}")
     return lines
