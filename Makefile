@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # torch range is already met and pip never downloads a CUDA build.
 TORCH_CPU := torch==2.13.0
 
-.PHONY: demo test test-lowest lint install install-dev bytecode clean
+.PHONY: demo test test-device test-lowest lint install install-dev bytecode clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,17 @@ test: install-dev bytecode
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q -n 2 --dist worksteal
+	$(MAKE) --no-print-directory test-device
+
+# The engine's, checks' and numerics' tests again, every case they run in this process with
+# torch's default device on "meta" while its inputs stay on the CPU (tests/conftest.py): a
+# tensor gradverify makes without `device=` then raises, as it would beside CUDA inputs on a
+# GPU. Cases run in workers do not see the default device, so these tests are the in-process
+# ones; the two 10^7-element tests are left to the main run (their code paths run here at
+# smaller sizes).
+DEVICE_TESTS := tests/device tests/checks tests/test_engine.py tests/test_settle.py tests/test_inputs.py tests/explore
+test-device: install-dev bytecode
+	GRADVERIFY_TEST_DEFAULT_DEVICE=meta $(BIN)/pytest -q -n 2 --dist worksteal -k "not ten_million" $(DEVICE_TESTS)
 
 # The same suite on the lowest versions pyproject admits (.ci/lowest.py pins each direct
 # dependency to its lower bound; torch stays the CPU build above), in a venv of its own.

@@ -46,6 +46,18 @@ def _positive_seconds(value: float | None) -> float | None:
     return value
 
 
+def _device(value: str | None) -> str | None:
+    """--device: the standard usage error (exit 2) for a device this machine cannot have."""
+    if value is None:
+        return None
+    from gradverify.commands.options import checked_device
+
+    try:
+        return checked_device(value)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
 @app.callback()
 def _root(
     version: Annotated[
@@ -143,6 +155,18 @@ def check(
             show_default=False,
         ),
     ] = None,
+    device: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--device",
+            metavar="DEVICE",
+            help="Run every case's tensor inputs on DEVICE (cpu, cuda, cuda:N); a machine without "
+            "one skips the cases [default: each spec's `device:`, else [tool.gradverify] "
+            "device, else cpu].",
+            callback=_device,
+            show_default=False,
+        ),
+    ] = None,
     jobs: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(
@@ -212,7 +236,7 @@ def check(
 
     options = RunOptions(
         seed=seed, isolation=isolation, jobs=jobs or 0, timeout=timeout,
-        mode=mode.value if mode else None, cache=cache, explore=explore,
+        mode=mode.value if mode else None, cache=cache, explore=explore, device=device,
     )  # fmt: skip
     scope = Scope(
         all_files=all_files, changed_files=changed_files, jobs=jobs,

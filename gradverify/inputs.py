@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from gradverify.errors import GradverifyError
 from gradverify.spec.models import Case, LiteralInput, TensorInput
 
 _ALIASES = {
@@ -55,7 +56,7 @@ def build_inputs(
     Generated floating values within `margin` of a known kink are drawn again; explicit
     `values` are never changed.
     """
-    generator = torch.Generator().manual_seed(case_seed(seed, case.name))
+    generator = torch.Generator(device="cpu").manual_seed(case_seed(seed, case.name))
     arguments: list[Any] = []
     for item in case.inputs:
         if isinstance(item, TensorInput):
@@ -71,10 +72,10 @@ def build_inputs(
 
 
 def _tensor(spec: TensorInput, generator: torch.Generator) -> torch.Tensor:
-    _require_device(spec.device)
+    require_device(spec.device)
     dtype = torch_dtype(spec.dtype)
     if spec.values is not None:
-        tensor = torch.tensor(spec.values, dtype=dtype)
+        tensor = torch.tensor(spec.values, dtype=dtype, device="cpu")
     else:
         tensor = _random(spec.dims, dtype, spec.low, spec.high, generator)
     tensor = tensor.to(spec.device)
@@ -103,38 +104,64 @@ def _away_from(
 def redraw_values(
     like: torch.Tensor, low: float, high: float, generator: torch.Generator
 ) -> torch.Tensor:
-    """Fresh uniform values shaped and typed like `like` (floating dtypes)."""
+    """Fresh uniform values shaped and typed like `like` (floating dtypes), on its device."""
     return _random(like.shape, like.dtype, low, high, generator).to(like.device)
 
 
 def _random(
     shape: Sequence[int], dtype: torch.dtype, low: float, high: float, generator: torch.Generator
 ) -> torch.Tensor:
+    # Drawn on the CPU generator whatever the case's device, so that one seed gives the same
+    # values on every device (a case on CUDA checks the values its CPU twin checks).
     if dtype == torch.bool:
-        return torch.rand(shape, generator=generator) < 0.5
+        return torch.rand(shape, generator=generator, device="cpu") < 0.5
     if not (dtype.is_floating_point or dtype.is_complex):
         # Integers from low to high inclusive, within what the dtype holds (the default
         # low of -1 would be out of bounds for uint8).
         info = torch.iinfo(dtype)
         low_int, high_int = max(int(low), info.min), min(int(high), info.max - 1)
-        return torch.randint(low_int, high_int + 1, tuple(shape), generator=generator, dtype=dtype)
+        return torch.randint(
+            low_int, high_int + 1, tuple(shape), generator=generator, dtype=dtype, device="cpu"
+        )
 
     def uniform() -> torch.Tensor:
-        return torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
+        drawn = torch.rand(shape, generator=generator, dtype=torch.float64, device="cpu")
+        return drawn * (high - low) + low
 
     if dtype.is_complex:
         return torch.complex(uniform(), uniform()).to(dtype)
     return uniform().to(dtype)
 
 
-def _require_device(device: str) -> None:
-    kind = device.split(":", 1)[0]
+class NoSuchDevice(GradverifyError):
+    """A device numbered beyond those this machine has (`cuda:3` on a one-GPU machine): a
+    usage error, not a skip, since no machine of this kind would run it as written."""
+
+    def __init__(self, device: str, present: Sequence[str]) -> None:
+        self.device = device
+        there = ", ".join(present) if present else "none"
+        super().__init__(f"device {device!r} does not exist: this machine has {there}")
+
+
+def require_device(device: str) -> None:
+    """DeviceUnavailable where this machine has no device of that kind (its cases are
+    skipped); NoSuchDevice where it has some, but not the one numbered.
+
+    Only asks torch about a kind that is not the CPU: asking about CUDA loads its driver."""
+    kind, _, number = device.partition(":")
     if kind == "cpu" or kind == "meta":
         return
-    module = getattr(torch, kind, None)
-    available = module is not None and hasattr(module, "is_available") and module.is_available()
-    if not available:
+    module: Any = getattr(torch, kind, None)
+    if module is None or not hasattr(module, "is_available") or not module.is_available():
         raise DeviceUnavailable(device)
+    count = int(module.device_count()) if hasattr(module, "device_count") else 1
+    if number and (not number.isdigit() or int(number) >= count):
+        raise NoSuchDevice(device, [_device_name(module, kind, index) for index in range(count)])
+
+
+def _device_name(module: Any, kind: str, index: int) -> str:
+    named = getattr(module, "get_device_name", None)
+    return f"{kind}:{index} ({named(index)})" if named is not None else f"{kind}:{index}"
 
 
 def differentiable_indices(arguments: Sequence[Any]) -> list[int]:

@@ -91,13 +91,33 @@ def is_allocation_failure(error: BaseException) -> bool:
 
 
 def out_of_memory(error: BaseException) -> str:
-    """`tried to allocate 80 GB; this machine has 24 GB`, as far as the error tells."""
+    """`tried to allocate 80 GB; this machine has 24 GB`, as far as the error tells; on a GPU,
+    `tried to allocate 20.00 GiB on cuda:0, which has 79.19 GiB in all (2.50 GiB free)`."""
+    gpu = _gpu_out_of_memory(str(error))
+    if gpu is not None:
+        return gpu
     tried = re.search(r"allocate (\d+) bytes", str(error))
     told = (
         f"tried to allocate {human_bytes(int(tried.group(1)))}" if tried else type(error).__name__
     )
     available = machine_memory()
     return told + (f"; this machine has {human_bytes(available)}" if available else "")
+
+
+_SIZE = r"([\d.]+ [KMGTP]?i?B)"
+
+
+def _gpu_out_of_memory(text: str) -> str | None:
+    """The sizes a CUDA allocator's out-of-memory message gives, in a line; None for others."""
+    if "CUDA out of memory" not in text:
+        return None
+    tried = re.search(rf"Tried to allocate {_SIZE}", text)
+    card = re.search(rf"GPU (\d+) has a total capacity of {_SIZE} of which {_SIZE} is free", text)
+    told = f"tried to allocate {tried.group(1)}" if tried else "an allocation failed"
+    if card is None:
+        return f"{told} on the GPU"
+    device, total, free = card.groups()
+    return f"{told} on cuda:{device}, which has {total} in all ({free} free)"
 
 
 def human_bytes(size: int) -> str:

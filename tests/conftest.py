@@ -35,6 +35,37 @@ def pytest_configure(config: pytest.Config) -> None:
         import torch
 
         torch.set_num_threads(1)
+    if DEFAULT_DEVICE:
+        _default_device_elsewhere(DEFAULT_DEVICE)
+
+
+# `make test-device`: every case gradverify runs in this process (run_spec, the CLI with
+# isolation off, verify(), explore) runs with torch's default device set to another device than
+# the inputs' (which gradverify builds on the spec's device, the CPU), so that a tensor
+# gradverify makes without `device=` lands on the wrong device and raises, as it would next
+# to CUDA inputs. "meta" holds no data: arithmetic mixing it with a CPU tensor raises. Only
+# the cases run under it: tensors a test body makes for its own assertions stay on the CPU.
+DEFAULT_DEVICE = os.environ.get("GRADVERIFY_TEST_DEFAULT_DEVICE", "")
+
+
+def _default_device_elsewhere(device: str) -> None:
+    import torch
+
+    from gradverify.engine import case as engine_case
+
+    run_case = engine_case.run_case
+
+    def run_case_elsewhere(*arguments: Any, **keywords: Any) -> Any:
+        with torch.device(device):
+            ran = run_case(*arguments, **keywords)
+        results, notes = ran
+        said = [(r.message, r.hint or "", *r.notes, *r.details) for r in results]
+        for line in [line for lines in said for line in lines] + list(notes):
+            # A check that met a tensor on the default device reports it (or its traceback).
+            assert f"device {device}" not in line and f"{device} tensor" not in line, line
+        return ran
+
+    engine_case.run_case = run_case_elsewhere  # the callers import it when they run a case
 
 
 @contextmanager

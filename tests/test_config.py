@@ -204,7 +204,8 @@ def test_a_config_error_is_one_clear_line_from_the_cli(tmp_path, monkeypatch):
     assert result.exit_code == ExitCode.USAGE, result.output
     assert result.stderr.strip() == (
         "error: pyproject.toml:2: tool.gradverify.mod: unknown key 'mod' (did you mean "
-        "'mode'?); valid keys: explore, extra_checks, format, jobs, mode, specs, timeout, tolerance"
+        "'mode'?); valid keys: device, explore, extra_checks, format, jobs, mode, specs, timeout, "
+        "tolerance"
     )
 
 

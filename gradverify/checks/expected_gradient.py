@@ -18,6 +18,7 @@ from gradverify.checks.shared.backward_call import broadcasts_back
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.numerics import seeded
 from gradverify.numerics.compare import compare
 from gradverify.numerics.graph import backward_return, function_node
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
@@ -134,7 +135,7 @@ def _forward(
     produced = call_forward(context.target.call, arguments)
     generator = context.generator(Salt.EXPECTED_GRADIENT_GRAD_OUTPUTS)
     grad_outputs = [
-        torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype)
+        seeded.normal(o.shape, generator, o.device).to(o.dtype)
         for _, o in differentiable_outputs(produced)
     ]
     return produced, grad_outputs

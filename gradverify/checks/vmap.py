@@ -17,6 +17,7 @@ import torch
 from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name, promotion_notes
 from gradverify.checks.shared.overrides import defines_vmap
 from gradverify.inputs import build_inputs, differentiable_indices, fresh_copies
+from gradverify.numerics import seeded
 from gradverify.numerics.compare import Comparison, compare, wide_dtype
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.numerics.salts import Salt
@@ -275,8 +276,8 @@ def _weights(
 ) -> dict[int, torch.Tensor]:
     generator = context.generator(Salt.VMAP_WEIGHTS)
     return {
-        index: torch.randn(
-            (BATCH, *outputs[index].shape), generator=generator, dtype=outputs[index].dtype
+        index: seeded.normal(
+            (BATCH, *outputs[index].shape), generator, outputs[index].device, outputs[index].dtype
         )
         for index in selected
     }

@@ -25,3 +25,23 @@ class Mode(str, Enum):
 
 
 FORMAT_NAMES = [choice.value for choice in OutputFormat]
+
+
+def checked_device(device: str) -> str:
+    """--device: `device` if this machine can run cases there, or has no device of its kind at
+    all (each case is then skipped, saying so); ValueError for an unknown kind, or for a device
+    numbered beyond this machine's (`cuda:3` with one GPU), naming the devices it has."""
+    from gradverify.spec.models import known_device
+
+    known_device(device)
+    if device.split(":", 1)[0] in ("cpu", "meta"):
+        return device  # no torch import: the CPU needs no asking
+    from gradverify.inputs import DeviceUnavailable, NoSuchDevice, require_device
+
+    try:
+        require_device(device)
+    except DeviceUnavailable:
+        pass  # its cases are skipped, each one saying why
+    except NoSuchDevice as missing:
+        raise ValueError(str(missing)) from None
+    return device

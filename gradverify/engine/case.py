@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-import torch
-
 from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, not_run
@@ -17,6 +15,7 @@ from gradverify.engine.branch_coverage import measured_check, measuring, with_br
 from gradverify.engine.explore import CHECK as EXPLORED_CHECK
 from gradverify.engine.folding import fold
 from gradverify.engine.off_kinks import settle_inputs
+from gradverify.engine.repeatable import cuda_devices, repeatable
 from gradverify.inference.zeroconfig import CASE as INFERRED_CASE_NAME
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.memory import is_allocation_failure, out_of_memory, refusal
@@ -70,8 +69,8 @@ def run_case(
     too_large = refusal(case, context.describe_argument)
     if too_large is not None:
         return _told(observer, _case_fails(context, checks, too_large)), ()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(this_seed)  # randomness inside the user's code repeats run to run
+    # Randomness inside the user's code repeats run to run, on the GPU too; no TF32 there.
+    with repeatable(this_seed, cuda_devices(case)):
         try:
             margin = KINK_MARGIN_EPS * spec.tolerance.eps
             arguments = build_inputs(case, seed, spec.kinks, margin)

@@ -54,7 +54,8 @@ def settle_inputs(
     """`arguments` with generated elements near kinks drawn again, and notes saying so."""
     if spec.gradient != "exact":
         return arguments, ()
-    generator = torch.Generator().manual_seed((seed + 104_729) % (2**63))
+    # On the CPU whatever the inputs' device: redraw_values draws there, as build_inputs does.
+    generator = torch.Generator(device="cpu").manual_seed((seed + 104_729) % (2**63))
     settled = list(arguments)
     notes: list[str] = []
     for index, item in enumerate(case.inputs):
@@ -108,13 +109,13 @@ def _settle_argument(
     elementwise = base is not None and is_elementwise(evaluate, probe, index, base)
     if not elementwise and settled[index].numel() > GROUP_LIMIT:
         return None
-    redrawn = torch.zeros(settled[index].numel(), dtype=torch.bool)
+    redrawn = torch.zeros(settled[index].numel(), dtype=torch.bool, device=settled[index].device)
     tries = 0
     near = near_kinks(evaluate, settled, index, spec, elementwise, base)
     while near.columns and tries < MAX_TRIES:
         tries += 1
         current = settled[index]
-        mask = torch.zeros(current.numel(), dtype=torch.bool)
+        mask = torch.zeros(current.numel(), dtype=torch.bool, device=current.device)
         mask[near.columns] = True
         redrawn |= mask
         fresh = redraw_values(current.detach(), item.low, item.high, generator)
@@ -152,8 +153,10 @@ def grouped_near_kinks(
     and each element near a kink about 5·log2(n). Rounding noise (a forward computing in
     float32) is no kink (`numerics/noise.py`): once seen, roughness as faint as it is ignored.
     """
-    signs = torch.randint(0, 2, (probe[index].numel(),), generator=torch.Generator().manual_seed(0))
-    direction = (signs * 2 - 1).to(torch.float64)
+    argument = probe[index]
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    signs = torch.randint(0, 2, (argument.numel(),), generator=generator, device="cpu")
+    direction = (signs * 2 - 1).to(device=argument.device, dtype=torch.float64)
     magnitude = probe[index].detach().abs().reshape(-1)
     noisy = False
 
@@ -173,7 +176,7 @@ def grouped_near_kinks(
         return bool((flagged & ~faint).any()) if noisy else bool(flagged.any())
 
     near: list[int] = []
-    groups = [torch.arange(probe[index].numel())]
+    groups = [torch.arange(argument.numel(), device=argument.device)]
     probes = 0
     while groups and probes < MAX_PROBES:  # kinks everywhere (quantizers): stop looking
         group = groups.pop()

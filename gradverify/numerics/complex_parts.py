@@ -184,15 +184,23 @@ def second_order_parts(
 SIGNIFICANT = 10.0  # entries larger than this many atol show a sign
 
 
-def cross_mask(parts: Parts, layout: OutputLayout, position: int, columns: int) -> torch.Tensor:
-    """[rows, columns] bool: entries across parts, the derivative of a real part with respect
-    to an imaginary part or the other way round (a real value counts as a real part)."""
+def cross_mask(
+    parts: Parts, layout: OutputLayout, position: int, columns: int, device: torch.device
+) -> torch.Tensor:
+    """[rows, columns] bool on `device`: entries across parts, the derivative of a real part
+    with respect to an imaginary part or the other way round (a real value counts as a real
+    part)."""
+
+    def part_of(size: int, complex_parts: bool) -> torch.Tensor:
+        each = torch.arange(size, device=device) % 2
+        return each if complex_parts else torch.zeros_like(each)
+
     row_parts = torch.cat([
-        torch.arange(math.prod(shape)) % 2 if index in parts.rows else torch.zeros(math.prod(shape))
+        part_of(math.prod(shape), index in parts.rows)
         for index, shape in zip(layout.indices, layout.shapes, strict=True)
-    ]).to(torch.long)  # fmt: skip
-    column_parts = torch.arange(columns) % 2 if position in parts.columns else torch.zeros(columns)
-    return row_parts[:, None] != column_parts.to(torch.long)[None, :]
+    ])  # fmt: skip
+    column_parts = part_of(columns, position in parts.columns)
+    return row_parts[:, None] != column_parts[None, :]
 
 
 @dataclass(frozen=True)
@@ -225,7 +233,7 @@ def conjugation_hint(mismatch: PartsMismatch) -> str | None:
     atol, rtol = mismatch.atol, mismatch.rtol
     if not parts.any or not bool(off.any()):
         return None
-    cross = cross_mask(parts, mismatch.layout, position, analytical.shape[1])
+    cross = cross_mask(parts, mismatch.layout, position, analytical.shape[1], analytical.device)
     analytical, numerical = analytical.to(torch.float64), numerical.to(torch.float64)
     significant = numerical.abs() > SIGNIFICANT * atol
     crossing, within = significant & cross, significant & ~cross
@@ -272,7 +280,7 @@ def _real_gradient_hint(mismatch: PartsMismatch) -> str | None:
     analytical, numerical = mismatch.analytical, mismatch.numerical
     if mismatch.position not in mismatch.parts.columns or not bool(off.any()):
         return None
-    imaginary = (torch.arange(off.shape[1]) % 2 == 1)[None, :].expand_as(off)
+    imaginary = (torch.arange(off.shape[1], device=off.device) % 2 == 1)[None, :].expand_as(off)
     wrong = off & (numerical.abs() > SIGNIFICANT * atol)
     if int(wrong.sum()) < MIN_ENTRIES or bool((off & ~imaginary).any()):
         return None

@@ -290,7 +290,9 @@ def _transposed_gradient(
     if argument is None or argument.dim() != 2 or argument.shape[0] != argument.shape[1]:
         return False
     size = argument.shape[0]
-    transposed = torch.arange(size * size).reshape(size, size).T.reshape(-1)
+    transposed = (
+        torch.arange(size * size, device=analytical.device).reshape(size, size).T.reshape(-1)
+    )
     return close(analytical[:, transposed], numerical)
 
 
@@ -298,7 +300,7 @@ def _elementwise(analytical: torch.Tensor, numerical: torch.Tensor, atol: float)
     """Whether output element i depends only on argument element i (a diagonal Jacobian)."""
     if analytical.shape[0] != analytical.shape[1]:
         return False
-    off_diagonal = ~torch.eye(analytical.shape[0], dtype=torch.bool)
+    off_diagonal = ~torch.eye(analytical.shape[0], dtype=torch.bool, device=numerical.device)
     return bool(
         (numerical[off_diagonal].abs() <= atol).all()
         and (analytical[off_diagonal].abs() <= atol).all()

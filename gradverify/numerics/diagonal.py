@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from gradverify.numerics import seeded
 from gradverify.numerics.kinks import Kink, kink_at, nondifferentiable_rows
 from gradverify.numerics.noise import faint_rows, noise_rows
 from gradverify.numerics.salts import Salt
@@ -116,9 +117,9 @@ def is_elementwise(
         return False
     base = base.reshape(-1)
     flat = argument.detach().reshape(-1)
-    generator = torch.Generator().manual_seed(Salt.DIAGONAL_PROBE)
+    generator = seeded.generator(Salt.DIAGONAL_PROBE)
     for _ in range(TRIALS):
-        moved = torch.rand(flat.numel(), generator=generator) < 0.5
+        moved = seeded.uniform((flat.numel(),), generator, flat.device, torch.float32) < 0.5
         step = torch.where(moved, STEP * (1 + flat.abs()), torch.zeros_like(flat))
         perturbed = list(arguments)
         perturbed[index] = (flat + step).reshape(argument.shape)
@@ -156,7 +157,8 @@ def diagonal_kinks(
     def line(t: float) -> torch.Tensor:
         return at_base if at_base is not None and not t else shifted(t)
 
-    third = [torch.zeros(0, dtype=torch.float64)] * 2
+    device = arguments[index].device
+    third = [torch.zeros(0, dtype=torch.float64, device=device)] * 2
     finite: torch.Tensor | None = None
     for row, offset in enumerate(OFFSETS):
         values = line(offset * eps)
@@ -175,8 +177,8 @@ def diagonal_kinks(
     candidates = screened.nonzero().flatten()
     del third, finite, screened
     if not candidates.numel():  # nothing to sample again: the same answer, five calls fewer
-        nothing = torch.zeros(0, dtype=torch.bool)
-        samples = torch.zeros(len(OFFSETS), 0, dtype=torch.float64)
+        nothing = torch.zeros(0, dtype=torch.bool, device=device)
+        samples = torch.zeros(len(OFFSETS), 0, dtype=torch.float64, device=device)
         return DiagonalKinks(candidates, samples, nothing, False, eps)
 
     def at_candidates(t: float) -> torch.Tensor:
@@ -216,8 +218,10 @@ def _third_difference_bound() -> float:
     """C such that the quadratic-fit residual of 5 samples is at most C·max|third difference|:
     the residual vanishes on quadratics, so it is a linear function of the two third
     differences (v0 - 3v1 + 3v2 - v3, v1 - 3v2 + 3v3 - v4)."""
-    third = torch.tensor(THIRD_DIFFERENCES, dtype=torch.float64)
-    residual = torch.eye(len(OFFSETS), dtype=torch.float64) - FIT  # as `fit_residual` fits
+    third = torch.tensor(THIRD_DIFFERENCES, dtype=torch.float64, device="cpu")
+    residual = (
+        torch.eye(len(OFFSETS), dtype=torch.float64, device="cpu") - FIT
+    )  # as `fit_residual` fits
     through = residual @ torch.linalg.pinv(third)
     return float(through.abs().sum(dim=1).max())
 
@@ -237,5 +241,5 @@ def _noisy(
     def restricted(t: float) -> torch.Tensor:
         return line(t)[candidates]
 
-    only = torch.ones(candidates.numel(), dtype=torch.bool)
+    only = torch.ones(candidates.numel(), dtype=torch.bool, device=candidates.device)
     return bool(noise_rows(restricted, values[:, candidates], eps, only, atol, rtol).any())

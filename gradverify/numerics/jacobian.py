@@ -73,10 +73,7 @@ def analytical_jacobians(
     """Rows of vᵀJ for one-hot v, one backward per output element, for each argument in `wrt`."""
     sources = [arguments[index] for index in wrt]
     rows = sum(output.numel() for output in outputs)
-    jacobians = {
-        index: torch.zeros(rows, arguments[index].numel(), dtype=arguments[index].dtype)
-        for index in wrt
-    }
+    jacobians = {index: arguments[index].new_zeros(rows, arguments[index].numel()) for index in wrt}
     row = 0
     for output in outputs:
         if not output.requires_grad:  # not connected to the graph: its rows stay zero
@@ -116,7 +113,7 @@ def numerical_jacobian(
         flat[element] = original
         columns.append((plus - minus) / (2 * eps))
     if not columns:
-        return torch.zeros(0, 0, dtype=base.dtype)
+        return base.new_zeros(0, 0)
     return torch.stack(columns, dim=1)
 
 

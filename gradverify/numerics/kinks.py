@@ -96,7 +96,7 @@ def samples_along(
 
 
 def _one_hot(argument: torch.Tensor, column: int) -> torch.Tensor:
-    along = torch.zeros(argument.numel(), dtype=argument.dtype)
+    along = argument.new_zeros(argument.numel())
     along[column] = 1.0
     return along
 
@@ -216,9 +216,10 @@ def _between(value: float, left: float, right: float, atol: float, rtol: float) 
     return low - slack <= value <= high + slack
 
 
-def excused_mask(kinks: Sequence[Kink], shape: torch.Size) -> torch.Tensor:
-    """The entries a kink explains (analytical between the one-sided slopes)."""
-    mask = torch.zeros(shape, dtype=torch.bool)
+def excused_mask(kinks: Sequence[Kink], like: torch.Tensor) -> torch.Tensor:
+    """The entries a kink explains (analytical between the one-sided slopes), as a bool mask
+    shaped and placed like the Jacobian `like`."""
+    mask = torch.zeros(like.shape, dtype=torch.bool, device=like.device)
     for kink in kinks:
         if kink.admitted:
             mask[kink.row, kink.column] = True
@@ -252,7 +253,8 @@ def kink_masks(
     for index, kinks in kinks_by_argument.items():
         columns = sorted({kink.column for kink in kinks if kink.admitted})
         if columns:
-            mask = torch.zeros(arguments[index].numel(), dtype=torch.bool)
+            argument = arguments[index]
+            mask = torch.zeros(argument.numel(), dtype=torch.bool, device=argument.device)
             mask[columns] = True
             masks[index] = mask.reshape(arguments[index].shape)
     return masks

@@ -75,7 +75,9 @@ class Examination:
     backward_calls: int = 0
     # flat indices of every element found within eps of a kink where backward gives a valid
     # subgradient, off or not (an elementwise Function): held fixed when torch runs again
-    near: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    near: torch.Tensor = field(
+        default_factory=lambda: torch.zeros(0, dtype=torch.long, device="cpu")
+    )
     unlisted_excused: int = 0  # excused entries beyond LISTED, counted only
     unlisted_wrong: int = 0
 

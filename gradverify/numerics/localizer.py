@@ -41,6 +41,7 @@ from typing import Any
 
 import torch
 
+from gradverify.numerics import seeded
 from gradverify.numerics.diagonal import DiagonalKinks, diagonal_kinks, is_elementwise
 from gradverify.numerics.kinks import kink_at, nondifferentiable_rows
 from gradverify.numerics.localization import Entry, Examination, Problem
@@ -85,7 +86,7 @@ class Localizer:
         forward_before, backward_before = self.forward_calls, self.backward_calls
         exam = Examination(position)
         size = self.problem.values[position].numel()
-        active = torch.ones(size, dtype=torch.bool)
+        active = torch.ones(size, dtype=torch.bool, device=self.problem.values[position].device)
         kinks_judged = not (search and size) or kinks_first
         if search and size and kinks_first:
             self._judge_kinks(exam, active)
@@ -202,14 +203,18 @@ class Localizer:
         """(v, {position: vᵀJ}) of projection `index`: one backward, shared by every argument."""
         if index not in self._projections:
             v = _weights(
-                self.base.numel(), self.generator(Salt.LOCALIZER_PROJECTIONS + 1000 * index)
+                self.base.numel(),
+                self.generator(Salt.LOCALIZER_PROJECTIONS + 1000 * index),
+                self.base.device,
             )
             self._projections[index] = (v, self._backward(v))
         return self._projections[index]
 
     def _direction(self, projection: int, position: int, size: int) -> torch.Tensor:
         return _weights(
-            size, self.generator(Salt.LOCALIZER_PROJECTIONS + 1000 * projection + 1 + position)
+            size,
+            self.generator(Salt.LOCALIZER_PROJECTIONS + 1000 * projection + 1 + position),
+            self.problem.values[position].device,
         )
 
     def _detect(
@@ -313,7 +318,8 @@ class Localizer:
         """An off entry with what sampling shows there, as `kinks.find_kinks` samples it: a
         kink, rounding noise, or nothing (smooth)."""
         problem, row, column = self.problem, entry.row, entry.column
-        direction = torch.zeros(problem.values[entry.position].numel(), dtype=torch.float64)
+        value = problem.values[entry.position]
+        direction = torch.zeros(value.numel(), dtype=torch.float64, device=value.device)
         direction[column] = 1.0
         line = line_through(problem.evaluate, problem.values, entry.position, direction)
 
@@ -333,7 +339,7 @@ class Localizer:
             small = entry.error <= float(reach(values, problem.eps, x_scale)[0]) / problem.eps
             return replace(entry, faint=small, noise=small and self.noisy)
         if faint:
-            only = torch.ones(1, dtype=torch.bool)
+            only = torch.ones(1, dtype=torch.bool, device=values.device)
             if self.noisy or bool(
                 noise_rows(counted, values, problem.eps, only, problem.atol, problem.rtol)[0]
             ):
@@ -386,7 +392,7 @@ class Localizer:
         ]
         connected = [(o, p) for o, p in connected if o.requires_grad]
         sources = [problem.values[p] for p in problem.positions]
-        total = [torch.zeros(s.numel(), dtype=torch.float64) for s in sources]
+        total = [torch.zeros(s.numel(), dtype=torch.float64, device=s.device) for s in sources]
         for _ in range(problem.samples if connected else 0):
             with user_code(problem.phase):
                 grads = torch.autograd.grad(
@@ -409,9 +415,10 @@ def _flat(outputs: Sequence[torch.Tensor]) -> torch.Tensor:
     return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
 
 
-def _weights(size: int, generator: torch.Generator) -> torch.Tensor:
-    """±(1 + U[0, 1)): random signs, and magnitudes that neither vanish nor cancel exactly."""
-    uniform = torch.rand(size, generator=generator, dtype=torch.float64) * 2 - 1
+def _weights(size: int, generator: torch.Generator, device: torch.device) -> torch.Tensor:
+    """±(1 + U[0, 1)): random signs, and magnitudes that neither vanish nor cancel exactly.
+    Drawn by the (CPU) generator, the same on every device, then moved to `device`."""
+    uniform = seeded.uniform((size,), generator, device) * 2 - 1
     return uniform + uniform.sign()
 
 
@@ -425,7 +432,7 @@ def _cumulative_allowance(
     selected = projected if order is None else projected[order]
     allowance = selected.abs().mul_(problem.rtol).add_(problem.atol).pow_(2)
     allowance.nan_to_num_(nan=0.0, posinf=0.0)
-    cumulative = torch.zeros(allowance.numel() + 1, dtype=torch.float64)
+    cumulative = allowance.new_zeros(allowance.numel() + 1)
     torch.cumsum(allowance, 0, out=cumulative[1:])
     return cumulative
 

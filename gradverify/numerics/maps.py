@@ -60,8 +60,9 @@ def located_map(
     if _grid_shape(tuple(shape)) is None:
         return None
     size = math.prod(shape)
-    wrong_mask = torch.zeros(size, dtype=torch.bool)
-    examined = torch.zeros(size, dtype=torch.bool)
+    # Built from flat indices on the CPU, for the text of the map alone.
+    wrong_mask = torch.zeros(size, dtype=torch.bool, device="cpu")
+    examined = torch.zeros(size, dtype=torch.bool, device="cpu")
     for column in wrong:
         wrong_mask[column] = True
         examined[column] = True

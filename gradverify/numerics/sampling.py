@@ -25,7 +25,7 @@ ROUNDING = 1e-13
 
 
 def _fit_projection() -> torch.Tensor:
-    design = torch.tensor([[1.0, d, d * d] for d in OFFSETS], dtype=torch.float64)
+    design = torch.tensor([[1.0, d, d * d] for d in OFFSETS], dtype=torch.float64, device="cpu")
     return design @ torch.linalg.pinv(design)  # maps samples to their quadratic fit
 
 
@@ -37,7 +37,7 @@ def line_through(
 ) -> Line:
     """The outputs (concatenated, flat, float64) at arguments[index] + t·direction."""
     base = arguments[index].detach()
-    step = direction.reshape(base.shape).to(base.dtype)
+    step = direction.reshape(base.shape).to(device=base.device, dtype=base.dtype)
 
     def line(t: float) -> torch.Tensor:
         perturbed = list(arguments)
@@ -46,7 +46,7 @@ def line_through(
             outputs = evaluate(*perturbed)
         # No floating output (forward returns None, or mutates an argument in place): no rows.
         flat = [o.detach().reshape(-1).to(torch.float64) for o in outputs]
-        return torch.cat(flat) if flat else torch.zeros(0, dtype=torch.float64)
+        return torch.cat(flat) if flat else base.new_zeros(0, dtype=torch.float64)
 
     return line
 
@@ -62,7 +62,7 @@ def fit_residual(values: torch.Tensor) -> torch.Tensor:
     # Written as weighted sums rather than `FIT @ safe`: a [5, 5] @ [5, rows] product goes to
     # BLAS, whose threads cost ~40 ms a call when the cores are busy (pytest -n 2, a worker
     # pool); these are elementwise and take microseconds.
-    residual = torch.zeros(safe.shape[1:], dtype=safe.dtype)
+    residual = safe.new_zeros(safe.shape[1:])
     weights = FIT.tolist()
     for row, sample in zip(weights, safe, strict=True):
         fitted = sum((weight * other for weight, other in zip(row, safe, strict=True)))

@@ -59,6 +59,7 @@ class RunOptions:
     timeout: float | None = None  # seconds per case; None: the spec's (default 120)
     mode: str | None = None  # full | randomized | auto; None: the spec's
     explore: int | None = None  # further draws per case (--explore); None: the spec's
+    device: str | None = None  # every tensor input's device (--device); None: the spec's
     cache: bool = True
     cache_dir: Path = Path(".gradverify_cache")
 
@@ -237,7 +238,10 @@ def _with_overrides(entry: SpecEntry, options: RunOptions) -> SpecEntry:
         update["timeout"] = options.timeout
     if options.explore is not None:
         update["explore"] = options.explore
-    return replace(entry, spec=entry.spec.model_copy(update=update)) if update else entry
+    spec = entry.spec.model_copy(update=update) if update else entry.spec
+    if options.device is not None:
+        spec = spec.on_device(options.device)
+    return replace(entry, spec=spec) if spec is not entry.spec else entry
 
 
 def _in_workers(

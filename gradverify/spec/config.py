@@ -13,13 +13,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gradverify.errors import GradverifyError, SpecIssue, UsageError
 from gradverify.spec.config_file import DEFAULT_SPECS, SECTION, find_pyproject
 from gradverify.spec.config_file import display as _display
 from gradverify.spec.load import SpecEntry
-from gradverify.spec.models import CHECK_IDS, CONFIGURED_CHECKS, CheckId, Tolerance
+from gradverify.spec.models import CHECK_IDS, CONFIGURED_CHECKS, CheckId, Tolerance, known_device
 from gradverify.spec.suggest import did_you_mean
 
 if sys.version_info >= (3, 11):
@@ -42,6 +42,12 @@ class Settings(BaseModel):
     format: str | None = None
     extra_checks: list[CheckId] | None = None  # besides the default ones, e.g. ["compile"]
     explore: int | None = Field(default=None, ge=0, le=10_000)  # further draws per case
+    device: str | None = None  # of the tensor inputs whose spec names no device (cpu, cuda, cuda:N)
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, device: str | None) -> str | None:
+        return None if device is None else known_device(device)
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,10 @@ def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntr
             update["explore"] = settings.explore
         if settings.extra_checks and not written & {"checks", "extra_checks"}:
             update["extra_checks"] = list(settings.extra_checks)
-        updated.append(replace(entry, spec=spec.model_copy(update=update)) if update else entry)
+        spec = spec.model_copy(update=update) if update else spec
+        if settings.device is not None:
+            spec = spec.by_default_on(settings.device)
+        updated.append(replace(entry, spec=spec) if spec is not entry.spec else entry)
     return updated
 
 

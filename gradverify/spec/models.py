@@ -113,10 +113,7 @@ class TensorInput(_Strict):
     @field_validator("device")
     @classmethod
     def _known_device(cls, device: str) -> str:
-        kind = device.split(":", 1)[0]
-        if kind not in {"cpu", "cuda", "mps", "xpu", "meta"}:
-            raise ValueError(f"unknown device {device!r}; use cpu or cuda (optionally cuda:N)")
-        return device
+        return known_device(device)
 
     @model_validator(mode="after")
     def _shape_or_values(self) -> TensorInput:
@@ -151,6 +148,16 @@ class LiteralInput(_Strict):
     value: Any
 
 
+DEVICE_KINDS = frozenset({"cpu", "cuda", "mps", "xpu", "meta"})
+
+
+def known_device(device: str) -> str:
+    """`device` if it names a device kind torch knows, else ValueError."""
+    if device.split(":", 1)[0] not in DEVICE_KINDS:
+        raise ValueError(f"unknown device {device!r}; use cpu or cuda (optionally cuda:N)")
+    return device
+
+
 def _input_kind(raw: Any) -> str:
     if isinstance(raw, TensorInput):
         return "tensor"
@@ -174,11 +181,37 @@ Input = Annotated[
 ]
 
 
+def _case_on(case: Any, device: str) -> Any:
+    """A raw case (as read) whose tensor inputs without a `device` key are given `device`."""
+    inputs = case.get("inputs") if isinstance(case, dict) else None
+    if not isinstance(inputs, list):
+        return case
+    placed = [
+        {**item, "device": device}
+        if isinstance(item, dict) and _input_kind(item) == "tensor" and "device" not in item
+        else item
+        for item in inputs
+    ]
+    return {**case, "inputs": placed}
+
+
 class Case(_Strict):
     """One set of inputs for the target, passed positionally to forward."""
 
     name: str
     inputs: list[Input] = Field(default_factory=list)
+
+
+def _case_placed(case: Case, device: str, unnamed_only: bool) -> Case:
+    """`case` with its tensor inputs on `device` (those naming none, with `unnamed_only`)."""
+    inputs = [
+        item.model_copy(update={"device": device})
+        if isinstance(item, TensorInput)
+        and not (unnamed_only and "device" in item.model_fields_set)
+        else item
+        for item in case.inputs
+    ]
+    return case.model_copy(update={"inputs": inputs})
 
 
 class LowPrecision(_Strict):
@@ -234,7 +267,41 @@ class FunctionSpec(_Strict):
     seed: int = 0
     # further draws per case searching for an input that fails (gradverify.engine.explore); 0: off
     explore: int = Field(default=0, ge=0, le=10_000)
+    # the device of every tensor input that names none (default: each input's own, the CPU)
+    device: str | None = None
     cases: list[Case] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _device_of_inputs(cls, data: Any) -> Any:
+        """A top-level `device:` given to every tensor input that names no device of its own."""
+        if not isinstance(data, dict):
+            return data
+        device, cases = data.get("device"), data.get("cases")
+        if not isinstance(device, str) or device.split(":", 1)[0] not in DEVICE_KINDS:
+            return data  # none, or one that the field's validation reports
+        if not isinstance(cases, list):
+            return data
+        return {**data, "cases": [_case_on(case, device) for case in cases]}
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, device: str | None) -> str | None:
+        return None if device is None else known_device(device)
+
+    def on_device(self, device: str) -> FunctionSpec:
+        """This spec with every tensor input on `device` (`--device`)."""
+        cases = [_case_placed(case, device, unnamed_only=False) for case in self.cases]
+        return self.model_copy(update={"device": device, "cases": cases})
+
+    def by_default_on(self, device: str) -> FunctionSpec:
+        """This spec with `device` for the tensor inputs that name no device and where the
+        spec sets none at the top (`device =` in [tool.gradverify])."""
+        if "device" in self.model_fields_set:
+            return self
+        cases = [_case_placed(case, device, unnamed_only=True) for case in self.cases]
+        return self.model_copy(update={"cases": cases})
+
 
     @field_validator("target")
     @classmethod

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.backward.malformed import malformed
+from gradverify.checks.backward.nondeterminism import Spread, rounding_words, spreads
 from gradverify.checks.backward.unreduced import summed_by_autograd, unreduced_warning
 from gradverify.checks.shared.backward_call import Gradients, run_backward, seeded_grad_outputs
 from gradverify.checks.shared.case import (
@@ -64,11 +65,19 @@ class BackwardCheck:
             )
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
-        spread = None
+        spread, rounding = None, None
         if context.spec.gradient == "approximate":
             spread = run_to_run_spread(first, again)  # a stochastic estimator's, as declared
         else:
-            problems += _nondeterministic(context, self.id, first, again, arguments)
+            found = [s for s in spreads(first, again) if s.worst > context.tolerance.nondet_tol]
+            problems += [
+                _nondeterministic(context, self.id, s, first, again)
+                for s in found
+                if not s.rounding
+            ]
+            if found and not problems:  # atomics: allowed from here on, and said
+                context.memo.nondeterminism = max(s.allowance for s in found)
+                rounding = rounding_words(found)
         if problems:
             return problems
         if context.spec.gradient == "exact":
@@ -94,7 +103,7 @@ class BackwardCheck:
             and argument.requires_grad and summed_by_autograd(grad, argument)
         ]  # fmt: skip
         return warnings or [
-            context.result(self.id, Status.PASS, _summary(first, arguments, spread))
+            context.result(self.id, Status.PASS, _summary(first, arguments, spread, rounding))
         ]
 
 
@@ -283,43 +292,39 @@ def _item(tensor: torch.Tensor, flat: int) -> Any:
 
 
 def _nondeterministic(
-    context: CaseContext, check: str, first: Gradients, again: Gradients, arguments: Sequence[Any]
-) -> list[Result]:
-    problems = []
-    for index, (one, two) in enumerate(zip(first, again, strict=False)):
-        if (
-            not isinstance(one, torch.Tensor)
-            or not isinstance(two, torch.Tensor)
-            or one.shape != two.shape
-        ):
-            continue
-        difference = (one.detach() - two.detach()).abs().to(torch.float64)
-        worst = float(difference.max().item()) if difference.numel() else 0.0
-        if worst > context.tolerance.nondet_tol:
-            flat = int(torch.argmax(difference).item())
-            problems.append(
-                context.result(
-                    check,
-                    Status.FAIL,
-                    f"backward is nondeterministic: two runs on the same inputs differ by {worst:.3g} "
-                    f"in the gradient of {context.describe_argument(index)}",
-                    input_index=index,
-                    element=unravel(flat, one.shape),
-                    analytical=float(one.reshape(-1)[flat].item()),
-                    numerical=float(two.reshape(-1)[flat].item()),
-                    value_labels=("first run", "second run"),
-                    max_abs_error=worst,
-                    hint="random numbers or atomics in backward; if that is intended, raise "
-                    "tolerance.nondet_tol (atomics), or declare a stochastic estimator with "
-                    "`gradient: approximate` and `samples:`",
-                )
-            )
-    return problems
+    context: CaseContext, check: str, spread: Spread, first: Gradients, again: Gradients
+) -> Result:
+    """Two runs apart by more than rounding explains: random numbers, or a lost write."""
+    one, two, worst, flat = first[spread.index], again[spread.index], spread.worst, spread.flat
+    return context.result(
+        check,
+        Status.FAIL,
+        f"backward is nondeterministic: two runs on the same inputs differ by {worst:.3g} "
+        f"in the gradient of {context.describe_argument(spread.index)}, more than rounding "
+        f"explains ({spread.allowance:.2g})",
+        input_index=spread.index,
+        element=unravel(flat, one.shape),
+        analytical=_item(one, flat),
+        numerical=_item(two, flat),
+        value_labels=("first run", "second run"),
+        max_abs_error=worst,
+        hint="random numbers in backward, or a race that loses writes (a gradient assigned at "
+        "repeated indices instead of accumulated: index_add_, index_put_(accumulate=True)); "
+        f"if the spread is intended, set `tolerance: {{nondet_tol: {worst:.2g}}}`, or declare a "
+        "stochastic estimator with `gradient: approximate` and `samples:`",
+    )
 
 
-def _summary(grads: Gradients, arguments: Sequence[Any], spread: float | None = None) -> str:
+def _summary(
+    grads: Gradients,
+    arguments: Sequence[Any],
+    spread: float | None = None,
+    rounding: str | None = None,
+) -> str:
     returned = sum(1 for g in grads[: len(arguments)] if g is not None)
     counted = f"{returned} gradient(s) for {len(arguments)} argument(s)"
     if spread:  # gradient: approximate, and the runs differ
         return f"{counted}, well-formed; two runs differ by up to {spread:.3g} (stochastic)"
+    if rounding:  # atomics
+        return f"{counted}, well-formed; {rounding}"
     return f"{counted}, well-formed and deterministic"

@@ -21,6 +21,7 @@ import torch
 from gradverify.checks.shared.backward_call import broadcasts_back
 from gradverify.checks.shared.case import CaseContext
 from gradverify.inputs import fresh_copies
+from gradverify.numerics import seeded
 from gradverify.numerics.compare import wide_dtype
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
@@ -99,7 +100,7 @@ def _delivered_is_right(
     arguments = fresh_copies(context.arguments, torch.float64)
     base = arguments[index].detach()
     generator = context.generator(Salt.UNREDUCED_DIRECTION)
-    direction = torch.randn(base.shape, generator=generator, dtype=torch.float64)
+    direction = seeded.normal(base.shape, generator, base.device)
     eps = context.tolerance.eps
     try:
         plus = _weighted_output(context, arguments, index, base + eps * direction, grad_outputs)

@@ -23,6 +23,7 @@ from gradverify.checks.func.findings import (
 from gradverify.checks.func.transforms import PROJECTED, Transforms, flat_weights
 from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.jacobian_verdicts import Blocks, assess
+from gradverify.numerics import seeded
 from gradverify.numerics.compare import Comparison, compare
 from gradverify.numerics.complex_parts import NO_PARTS, Parts
 from gradverify.numerics.jacobian import Selection, analytical_jacobians, numerical_jacobian
@@ -195,11 +196,12 @@ class Judge:
         tol = self.context.tolerance
         argument = self.arguments[index]
         generator = self.context.generator(Salt.FUNC_DIRECTION + index)
-        direction = torch.randn(argument.shape, generator=generator, dtype=torch.float64)
+        direction = seeded.normal(argument.shape, generator, argument.device)
         weights = self._weights(transform)
-        along = numerical_jacobian(
-            self._line(index, direction), [torch.zeros((), dtype=torch.float64)], 0, tol.eps
-        ).to(torch.float64)
+        at_zero = torch.zeros((), dtype=torch.float64, device=argument.device)
+        along = numerical_jacobian(self._line(index, direction), [at_zero], 0, tol.eps).to(
+            torch.float64
+        )
         numerical = float(weights @ along)
         value = float(got @ direction.reshape(-1, 1))
         atol = tol.atol * float(weights.norm() * direction.norm())

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from gradverify.numerics import seeded
 from gradverify.numerics.jacobian import OutputLayout
 from gradverify.usercode import user_code
 
@@ -100,7 +101,13 @@ class Transforms:
                 per_output[position].detach().reshape(-1, columns).to(torch.float64)
                 for per_output in jacobian
             ]
-            blocks[index] = torch.cat(pieces) if pieces else torch.zeros(0, columns)
+            blocks[index] = (
+                torch.cat(pieces)
+                if pieces
+                else torch.zeros(
+                    0, columns, dtype=torch.float64, device=self.arguments[index].device
+                )
+            )
         return blocks
 
 
@@ -121,7 +128,7 @@ def transforms_for(
 
 
 def _draw(output: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    return torch.randn(output.shape, generator=generator, dtype=torch.float64).to(output.dtype)
+    return seeded.normal(output.shape, generator, output.device).to(output.dtype)
 
 
 def flat_weights(weights: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -130,12 +137,13 @@ def flat_weights(weights: Sequence[torch.Tensor]) -> torch.Tensor:
 
 
 def _weighted(outputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    device = outputs[0].device if outputs else torch.device("cpu")
     total = sum(
         (
             (output * weight.to(output.dtype)).sum()
             for output, weight in zip(outputs, weights, strict=True)
         ),
-        torch.zeros((), dtype=torch.float64),
+        torch.zeros((), dtype=torch.float64, device=device),
     )
     assert isinstance(total, torch.Tensor)
     return total
@@ -143,7 +151,7 @@ def _weighted(outputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]) 
 
 def _row(gradient: torch.Tensor | None, argument: torch.Tensor) -> torch.Tensor:
     if gradient is None:
-        return torch.zeros(1, argument.numel(), dtype=torch.float64)
+        return torch.zeros(1, argument.numel(), dtype=torch.float64, device=argument.device)
     return gradient.detach().reshape(1, -1).to(torch.float64)
 
 

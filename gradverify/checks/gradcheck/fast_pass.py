@@ -83,8 +83,8 @@ def restricted_complaint(
     output elements, the rest held at their values: None if it passes."""
     position = entries[0].position
     base = problem.values[position].detach()
-    columns = torch.tensor(sorted({entry.column for entry in entries}))
-    rows = torch.tensor(sorted({entry.row for entry in entries}))
+    columns = torch.tensor(sorted({entry.column for entry in entries}), device=base.device)
+    rows = torch.tensor(sorted({entry.row for entry in entries}), device=base.device)
 
     def restricted(elements: torch.Tensor) -> torch.Tensor:
         values = list(problem.values)

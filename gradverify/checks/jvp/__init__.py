@@ -22,6 +22,7 @@ from gradverify.checks.jvp.crash import jvp_crash
 from gradverify.checks.shared.case import CaseContext, dtype_name, promotion_notes
 from gradverify.checks.shared.overrides import defines_jvp
 from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.numerics import seeded
 from gradverify.numerics.compare import compare
 from gradverify.numerics.jacobian import OutputLayout, differentiable_outputs
 from gradverify.numerics.kinks import nondifferentiable_rows
@@ -236,7 +237,7 @@ def _rows_of(layout: OutputLayout, output_index: int) -> slice:
 
 
 def _random_tangent(argument: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    return torch.randn(argument.shape, generator=generator, dtype=argument.dtype)
+    return seeded.normal(argument.shape, generator, argument.device, argument.dtype)
 
 
 def _forward_mode(

@@ -39,6 +39,7 @@ from gradverify.checks.shared.backward_call import Run, autograd_gradients
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.errors import TargetError
 from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.numerics import seeded
 from gradverify.numerics.compare import wide_dtype
 from gradverify.numerics.diagnosis import diagnose
 from gradverify.numerics.jacobian import differentiable_outputs, element_words
@@ -203,7 +204,7 @@ def _grad_outputs(
     seeds = {}
     for index, output in differentiable_outputs(function):
         wide = wide_dtype(output)
-        seed = torch.randn(output.shape, generator=generator, dtype=wide).to(output.dtype)
+        seed = seeded.normal(output.shape, generator, output.device, wide).to(output.dtype)
         theirs = reference[index]
         if theirs.is_floating_point() or theirs.is_complex():
             seed = seed.to(theirs.dtype)

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from gradverify.checks.shared.case import CaseContext
+from gradverify.numerics import seeded
 from gradverify.numerics.graph import backward_return
 from gradverify.numerics.jacobian import differentiable_outputs
 from gradverify.usercode import user_code
@@ -82,8 +83,8 @@ def seeded_grad_outputs(
         if not isinstance(output, torch.Tensor):
             grads.append(None)
         elif index in differentiable:
-            random = torch.randn(output.shape, generator=generator, dtype=torch.float64)
-            grads.append(random.to(dtype=output.dtype, device=output.device))
+            random = seeded.normal(output.shape, generator, output.device)
+            grads.append(random.to(output.dtype))
         else:
             grads.append(torch.zeros_like(output))
     return grads

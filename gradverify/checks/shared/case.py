@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Protocol
 import torch
 
 from gradverify.inputs import promoted_arguments
+from gradverify.numerics import seeded
 from gradverify.results import Result, Status
 from gradverify.spec.models import FunctionSpec, Tolerance
 from gradverify.target.loaded import Target
@@ -21,6 +22,9 @@ class CaseMemo:
     and `dataclasses.replace` hands every check the same memo)."""
 
     output_elements: int | None = None  # differentiable output elements, from one forward
+    # run-to-run spread of backward at rounding level (atomics) that `backward` measured and
+    # the later checks allow as `tolerance.nondet_tol` (0: two runs gave the same gradients)
+    nondeterminism: float = 0.0
     forward_raised: bool = False  # that forward raised: the size is unknown
     # checks/shared/own_precision.py: whether the case is checked in its own precision
     own_precision_probed: bool = False
@@ -43,7 +47,12 @@ class CaseContext:
 
     @property
     def tolerance(self) -> Tolerance:
-        return self.spec.tolerance
+        """The spec's tolerances, with `nondet_tol` raised to the rounding-level spread of
+        backward between two runs that `backward` measured (atomics), if that is larger."""
+        tolerance = self.spec.tolerance
+        if self.memo.nondeterminism > tolerance.nondet_tol:
+            return tolerance.model_copy(update={"nondet_tol": self.memo.nondeterminism})
+        return tolerance
 
     def result(self, check: str, status: Status, message: str = "", **fields: Any) -> Result:
         index = fields.get("input_index")
@@ -75,7 +84,8 @@ class CaseContext:
         return f"argument {index} ({name})" if name else f"argument {index}"
 
     def generator(self, salt: int) -> torch.Generator:
-        return torch.Generator().manual_seed((self.seed + 7919 * salt) % (2**63))
+        """A CPU generator for `salt`'s draws (`numerics/seeded.py` places them)."""
+        return seeded.generator(self.seed + 7919 * salt)
 
 
 class Check(Protocol):

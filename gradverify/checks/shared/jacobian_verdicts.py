@@ -103,7 +103,7 @@ def assess(context: CaseContext, index: int, blocks: Blocks) -> Assessment:
         analytical, numerical, tol.eps, tol.atol, tol.rtol,
     )  # fmt: skip
     if any(kink.admitted for kink in found.kinks):
-        excused = excused_mask(found.kinks, analytical.shape)
+        excused = excused_mask(found.kinks, analytical)
         comparison = compare(analytical, numerical, tol.atol, tol.rtol, excused, magnitude)
     return Assessment(comparison, found.kinks, found.noise)
 
@@ -162,7 +162,7 @@ def mismatch_failure(
     if hint is None:
         tol = context.tolerance
         linearity = backward_linearity(context, blocks.arguments, index, analytical)
-        excused = excused_mask([k for k in kinks if k.admitted], analytical.shape)
+        excused = excused_mask([k for k in kinks if k.admitted], analytical)
         # A pair's values are no single variable to cut at, nor a matrix to transpose.
         plain = None if index in parts.columns else argument
         numbers = {

@@ -150,9 +150,10 @@ def held_masks(
         columns = [entry.column for entry in exam.excused]
         if not columns and not exam.near.numel():
             continue
-        mask = torch.zeros(arguments[position].numel(), dtype=torch.bool)
-        mask[torch.tensor(columns, dtype=torch.long)] = True
-        mask[exam.near] = True
+        argument = arguments[position]
+        mask = torch.zeros(argument.numel(), dtype=torch.bool, device=argument.device)
+        mask[columns] = True
+        mask[exam.near.to(argument.device)] = True
         masks[position] = mask.reshape(arguments[position].shape)
     return masks
 

@@ -41,7 +41,7 @@ def draws(case: Case, spec: FunctionSpec, seed: int, count: int, inferred: bool)
     for number in range(1, count + 1):
         kind = kinds[(number - 1) % len(kinds)]
         draw_seed = (seed * 1_000_033 + 7_919 * number) % (2**63)
-        generator = torch.Generator().manual_seed(draw_seed)
+        generator = torch.Generator(device="cpu").manual_seed(draw_seed)
         drawn = other_shapes(case, generator) if kind == SHAPE else case
         arguments = list(build_inputs(drawn, draw_seed, spec.kinks, margin))
         if kind in (EDGES, TIES, SIGNS):
@@ -73,21 +73,28 @@ def interior(item: TensorInput, margin: float) -> tuple[float, float]:
 def varied(
     kind: str, item: TensorInput, tensor: torch.Tensor, margin: float, generator: torch.Generator
 ) -> torch.Tensor:
-    """`tensor` (a seeded draw of `item`) with edge values, ties or flipped signs mixed in."""
-    values = tensor.detach().to(torch.float64).flatten()
+    """`tensor` (a seeded draw of `item`) with edge values, ties or flipped signs mixed in.
+
+    Varied on the CPU, where the generator draws (the same draws on every device), and put
+    back on `tensor`'s device."""
+    values = tensor.detach().to(device="cpu", dtype=torch.float64).flatten()
     if values.numel() == 0:
         return tensor
     low, high = interior(item, margin)
     if kind == EDGES:
         pool = [low, high, *([0.0] if item.low < 0.0 < item.high else [])]
-        choice = torch.randint(0, len(pool) * 2, values.shape, generator=generator)
-        edges = torch.tensor(pool, dtype=torch.float64)[choice.clamp(max=len(pool) - 1)]
+        choice = torch.randint(0, len(pool) * 2, values.shape, generator=generator, device="cpu")
+        edges = torch.tensor(pool, dtype=torch.float64, device="cpu")
+        edges = edges[choice.clamp(max=len(pool) - 1)]
         values = torch.where(choice < len(pool), edges, values)
     elif kind == TIES:
         distinct = values[: min(2, values.numel())]
-        values = distinct[torch.randint(0, distinct.numel(), values.shape, generator=generator)]
+        picked = torch.randint(0, distinct.numel(), values.shape, generator=generator, device="cpu")
+        values = distinct[picked]
     elif kind == SIGNS:
-        flip = torch.rand(values.shape, generator=generator, dtype=torch.float64) < 0.5
+        flip = (
+            torch.rand(values.shape, generator=generator, dtype=torch.float64, device="cpu") < 0.5
+        )
         flip &= (-values >= low) & (-values <= high)
         values = torch.where(flip, -values, values)
     result = values.reshape(tensor.shape).to(tensor.dtype).to(tensor.device)
@@ -112,7 +119,8 @@ def _size(size: int, sizes: dict[int, int], generator: torch.Generator) -> int:
     if size == 0:
         return 0
     if size not in sizes:
-        sizes[size] = int(torch.randint(1, LARGEST_SIZE + 1, (1,), generator=generator))
+        drawn = torch.randint(1, LARGEST_SIZE + 1, (1,), generator=generator, device="cpu")
+        sizes[size] = int(drawn)
     return sizes[size]
 
 

@@ -1,0 +1,75 @@
+"""Two backward runs on the same inputs: identical, apart by rounding (atomics), or apart.
+
+Atomic adds on a GPU (`index_add_`, `scatter_add_`, `index_put_(accumulate=True)`) sum in
+whatever order the threads arrive, so two runs of a correct backward differ in the last bits.
+That is no bug: such a spread is measured, said in the pass line, and the later checks allow
+it as `tolerance.nondet_tol` would. A spread beyond rounding (random numbers in backward, a
+race that loses one of the writes to a repeated index) still fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+# Units in the last place of the gradient's dtype, at the gradient's largest magnitude, that
+# a reordered sum may move an entry by: a few dozen for sums of thousands of terms, while a
+# lost write moves an entry by a whole term.
+ROUNDING_ULPS = 64.0
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far two runs' gradients of one argument lie apart, and where most."""
+
+    index: int  # the argument
+    worst: float  # the largest |first - again|
+    flat: int  # the flat element where it is largest
+    allowance: float  # what reordered sums can explain: ROUNDING_ULPS ulps of max |gradient|
+
+    @property
+    def rounding(self) -> bool:
+        """Apart by no more than reordered sums explain (atomics)."""
+        return self.worst <= self.allowance
+
+
+def spreads(first: Sequence[Any], again: Sequence[Any]) -> list[Spread]:
+    """The arguments whose gradients differ between two runs, each with its spread."""
+    found = []
+    for index, (one, two) in enumerate(zip(first, again, strict=False)):
+        if not isinstance(one, torch.Tensor) or not isinstance(two, torch.Tensor):
+            continue
+        if one.shape != two.shape or not one.numel():
+            continue
+        wide = torch.complex128 if one.is_complex() or two.is_complex() else torch.float64
+        one_wide, two_wide = one.detach().to(wide), two.detach().to(wide)
+        difference = (one_wide - two_wide).abs().reshape(-1)
+        worst = float(difference.max())
+        if worst == 0.0:
+            continue
+        flat = int(torch.nan_to_num(difference, nan=float("inf")).argmax())
+        found.append(Spread(index, worst, flat, _allowance(one, one_wide, two_wide)))
+    return found
+
+
+def _allowance(gradient: torch.Tensor, one: torch.Tensor, two: torch.Tensor) -> float:
+    dtype = gradient.dtype if gradient.is_floating_point() or gradient.is_complex() else None
+    unit = torch.finfo(dtype).eps if dtype is not None else 0.0
+    magnitudes = torch.cat([one.abs().reshape(-1), two.abs().reshape(-1)])
+    finite = magnitudes[torch.isfinite(magnitudes)]
+    scale = float(finite.max()) if finite.numel() else 0.0
+    return ROUNDING_ULPS * unit * scale
+
+
+def rounding_words(found: Sequence[Spread]) -> str:
+    """The pass line's words for a spread at rounding level."""
+    worst = max(spread.worst for spread in found)
+    allowed = max(spread.allowance for spread in found)
+    return (
+        f"two runs differ by up to {worst:.3g}, at rounding level (atomic adds sum in another "
+        f"order each run); the later checks allow up to {allowed:.2g}, as "
+        f"`tolerance: {{nondet_tol: {allowed:.2g}}}` would"
+    )
