@@ -12,6 +12,7 @@ import torch
 
 from gradverify.checks.shared.case import CaseContext
 from gradverify.inputs import fresh_copies
+from gradverify.numerics import seeded
 from gradverify.numerics.richardson import (
     ROUNDING_ULPS,
     Estimate,
@@ -74,10 +75,7 @@ def draw_directions(
     found: dict[int, list[Direction]] = {index: [] for index in wrt}
     sources = [arguments[index] for index in wrt]
     for _ in range(DIRECTIONS):
-        weights = [
-            torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.device, o.dtype)
-            for o in outputs
-        ]
+        weights = [seeded.normal(o.shape, generator, o.device).to(o.dtype) for o in outputs]
         with user_code("backward"):
             gradients = torch.autograd.grad(
                 list(outputs), sources, weights, retain_graph=True, allow_unused=True
@@ -85,7 +83,7 @@ def draw_directions(
         v = torch.cat([w.to(torch.float64).reshape(-1) for w in weights])
         for index, gradient in zip(wrt, gradients, strict=True):
             argument = arguments[index]
-            signs = torch.randint(0, 2, tuple(argument.shape), generator=generator)
+            signs = torch.randint(0, 2, tuple(argument.shape), generator=generator, device="cpu")
             u = signs.to(argument.device, torch.float64) * 2 - 1
             g = (
                 torch.zeros_like(u)
