@@ -87,14 +87,28 @@ sign, a constant factor, a transposed Jacobian, zeros, one region of the input).
 arguments and outputs are checked through their real and imaginary parts, as gradcheck
 does (the conjugate Wirtinger derivative); a failure says which part is wrong.
 
+Kernels in their own precision: a float32, float16 or bfloat16 case whose forward refuses
+float64 (a Triton or CUDA launcher), or computes in float32 whatever it is given, is checked
+in float32 instead: directional derivatives vᵀJu by central differences against backward's
+projections, at the step whose error bound, measured by step halving and from float32
+rounding of the values, is smallest. It fails only at 10× that bound, names the argument,
+and the element and the pattern (sign, region, factor) where it can. gradcheck and
+gradgradcheck need float64 and do not apply there. A forward that runs only in float16 or
+bfloat16 is checked by `reference:` alone (the result says which lines to add).
+
 Common failures and fixes:
   - a real bug: follow the likely cause; the element and values tell you where to look.
+  - "errors of the size of float32 rounding" in a float64 case: forward or backward computes
+    in float32. Declare the case in float32 (`dtype: float32`) to have it checked in float32,
+    or give a `reference:`; loosening `tolerance` would hide real bugs with the noise.
   - a kink (ReLU at 0, a clamp at its bounds): reported as `warn` when the analytical value
     lies between the one-sided slopes; list known kinks under `kinks:` so generated inputs
     stay away from them.
   - a deliberately different backward (straight-through estimators): set
     `gradient: surrogate`; an approximate one: `gradient: approximate` with `max_error`.
-  - noise in a correct float64 Function: loosen `tolerance` (atol/rtol) or change `eps`.
+  - noise in a correct float64 Function (cancellation, not float32): change `eps`, or
+    loosen `tolerance` for that case only once the float32 verdict or a `reference:` rules
+    out a bug.
   - complex z: backward returns grad * f'(z).conj() for a holomorphic f ("conjugate
     missing" when the conjugate is forgotten).""",
     "gradcheck": """\

@@ -110,5 +110,6 @@ def rounding_hint(elements: int, function: str = "forward", at_least: bool = Fal
     return (
         f"errors of the size of float32 rounding {spread}: forward or backward computes in "
         f"float32? ({function}'s values are rough at float32 precision around them, where a "
-        "float64 computation is smooth, so central differences cannot match)"
+        "float64 computation is smooth, so central differences cannot match); a case declared "
+        "`dtype: float32` checks such a kernel in float32, or a `reference:` can"
     )

@@ -85,9 +85,11 @@ def estimate(probe: Probe, steps: Sequence[float]) -> Estimate | None:
     """The rung with the smallest measured bound among `steps` (largest first), or None when
     fewer than three neighbouring steps gave finite values. A step at which forward raises
     (an input pushed out of its domain) counts as not finite; if every step raises, so does
-    this."""
+    this. The ladder stops once a rung's rounding alone is twice the best bound: rounding
+    only grows (as 1/h) down the ladder, so no later rung can do better."""
     rungs: list[Rung | None] = []
     error: UserCodeError | None = None
+    best: Estimate | None = None
     for step in steps:
         try:
             rung = probe(step)
@@ -95,21 +97,37 @@ def estimate(probe: Probe, steps: Sequence[float]) -> Estimate | None:
             error, rung = raised, None
         finite = rung is not None and bool(torch.isfinite(rung.discrepancy).all())
         rungs.append(rung if finite else None)
+        found = _bound_at(rungs, len(rungs) - 2, len(steps))
+        if found is not None and (best is None or _total(found.bound) < _total(best.bound)):
+            best = found
+        if _past_best(rungs[-1], best):
+            break
     if error is not None and all(rung is None for rung in rungs):
         raise error
-    best: Estimate | None = None
-    for k in range(1, len(rungs) - 1):
-        before, rung, after = rungs[k - 1], rungs[k], rungs[k + 1]
-        if before is None or rung is None or after is None:
-            continue
-        here = rung.discrepancy
-        truncation = torch.maximum(
-            (before.discrepancy - here).abs(), (here - after.discrepancy).abs()
-        )
-        bound = truncation + rung.rounding
-        if best is None or float(bound.sum()) < float(best.bound.sum()):
-            best = Estimate(rung, bound, truncation, len(steps))
     return best
+
+
+def _bound_at(rungs: Sequence[Rung | None], k: int, tried: int) -> Estimate | None:
+    """The estimate at rung k from its neighbours, or None where one is missing."""
+    if k < 1:
+        return None
+    before, rung, after = rungs[k - 1], rungs[k], rungs[k + 1]
+    if before is None or rung is None or after is None:
+        return None
+    here = rung.discrepancy
+    truncation = torch.maximum((before.discrepancy - here).abs(), (here - after.discrepancy).abs())
+    return Estimate(rung, truncation + rung.rounding, truncation, tried)
+
+
+def _past_best(rung: Rung | None, best: Estimate | None) -> bool:
+    """Whether `rung`'s rounding alone is twice `best`'s whole bound."""
+    if rung is None or best is None:
+        return False
+    return _total(rung.rounding) > 2 * _total(best.bound)
+
+
+def _total(values: torch.Tensor) -> float:
+    return float(values.sum())
 
 
 def rounding(eps: float, weights: torch.Tensor, plus: torch.Tensor, minus: torch.Tensor) -> float:

@@ -150,3 +150,13 @@ def test_a_sign_flipped_below_zero_gets_the_sign_and_the_region(sign_flip, only,
     assert result.input_name == "x"
     assert "wrong only where x < 0" in result.hint
     assert "the opposite sign there" in result.hint
+
+
+def test_explain_points_at_the_float32_verdict_not_at_loosening_tolerance():
+    from gradverify.catalogue import CATALOGUE
+
+    (entry,) = [e for e in CATALOGUE if e.id == "finite_difference"]
+    text = " ".join(entry.explanation.split())
+    assert "is checked in float32 instead" in text
+    assert "loosening `tolerance` would hide real bugs" in text
+    assert "loosen `tolerance` (atol/rtol)" not in text

@@ -204,9 +204,11 @@ def _evidence(judged: Judged) -> str:
     assert judged.estimate is not None
     found = judged.estimate
     return (
-        f"vᵀJu differs by {judged.error:.3g}; the error bound measured at step "
-        f"{step_words(found.step)} is {float(found.bound):.2g} (truncation by step halving "
-        f"{float(found.truncation):.2g}, the rest rounding), and {CLEAR:g} × it is allowed"
+        f"vᵀJu differs by {judged.error:.3g}, {judged.margin:.3g} × the {judged.allowed:.2g} "
+        f"allowed; the error bound measured at step {step_words(found.step)} is "
+        f"{float(found.bound):.2g} (truncation by step halving {float(found.truncation):.2g}, "
+        f"the rest rounding), and {CLEAR:g} × it is allowed (or the spec's rtol of vᵀJu's "
+        "size, if larger)"
     )
 
 
