@@ -304,3 +304,19 @@ def test_a_short_run_prints_no_target_lines():
     lines = progress.TargetLines([entry], stream)
     lines.listen(SimpleNamespace(entry=entry, case="a"), "done", ())
     assert lines.finished == 1 and stream.getvalue() == ""
+
+
+def test_init_says_when_its_trial_met_an_internal_error(tmp_path, monkeypatch, in_repo):
+    """`init` tries the spec it wrote: gradverify failing on a case of the trial is exit 3."""
+    from gradverify.checks import get_check
+
+    injected = type(get_check(run_errors.INJECTED_CHECK))
+    monkeypatch.setattr(injected, "run", injected.run)  # put back after the test
+    run_errors.inject("basic")
+    written = tmp_path / "double.yaml"
+    result = CliRunner().invoke(
+        app, ["init", "tests.functions.run_errors:Double", "-o", str(written), "--no-isolation"]
+    )
+    assert result.exit_code == ExitCode.INTERNAL, result.output
+    assert written.exists()
+    assert "internal error in gradverify" in result.stdout

@@ -36,4 +36,6 @@ def run_init(target: str, output: str | None, force: bool, isolation: bool) -> i
         sys.stdout.write(FORMATS["text"](starter.report, render_options))
     for line in starter.advice:
         typer.echo(f"\n{line}")
+    if starter.report is not None and starter.report.internal_errors:
+        return ExitCode.INTERNAL  # gradverify failed on a case of the trial: shown above
     return ExitCode.OK if starter.passed else ExitCode.FAILED
