@@ -11,6 +11,8 @@ threads), so that no line of it was seen.
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +29,8 @@ MEASURED = ("backward", "gradcheck", "finite_difference")
 FUNCTION = "backward"
 
 Arc = tuple[int, int]
+_MEASUREMENTS: dict[str, Any] = {}  # file -> its coverage.Coverage, made once per process
+_CONTEXTS = itertools.count()
 # coverage.py's warnings about its own measurement, none of them the user's business here.
 _QUIET = (
     "no-data-collected", "module-not-imported", "module-not-measured", "trace-changed",
@@ -43,19 +47,21 @@ def measured_check(checks: Sequence[str]) -> str | None:
 def measuring(target: Target) -> Iterator[Callable[[], Branches | None]]:
     """Measure what runs inside; the callable yielded gives backward's branches after."""
     possible = _possible_of(target)
-    coverage = _started(possible[0]) if possible is not None else None
+    started = _started(possible[0]) if possible is not None else None
     taken: list[Branches | None] = [None]
     try:
         yield lambda: taken[0]
     finally:
-        if coverage is not None and possible is not None:
-            coverage.stop()
+        if started is not None and possible is not None:
+            measurement, context = started
+            measurement.stop()
             file, line, start, end, arcs = possible
-            executed = coverage.get_data().arcs(file) or []
-            ran = [arc for arc in executed if start <= abs(arc[0]) <= end]
+            data = measurement.get_data()
+            data.set_query_contexts([f"^{re.escape(context)}$"])  # this measurement's alone
+            executed = data.arcs(file) or []
+            ran = {arc for arc in executed if start <= abs(arc[0]) <= end}
             if ran:  # backward ran on this thread, and was seen
-                kept = tuple(arc for arc in arcs if arc in set(ran))
-                taken[0] = Branches(FUNCTION, file, line, arcs, kept)
+                taken[0] = Branches(FUNCTION, file, line, arcs, tuple(a for a in arcs if a in ran))
 
 
 def with_branches(results: list[Result], branches: Branches | None) -> list[Result]:
@@ -109,18 +115,27 @@ def _function_span(source: str, line: int) -> tuple[int, int, int] | None:
     return None
 
 
-def _started(file: str) -> Any:
-    """A coverage.py measurement of `file`, started; None where it cannot be."""
+def _started(file: str) -> tuple[Any, str] | None:
+    """A coverage.py measurement of `file`, started in a context of its own; None where it
+    cannot be. One measurement per file and process serves every case: making one costs some
+    15 ms (coverage.py reads the stack and the install's paths), starting one again 0.1 ms."""
     try:
         import coverage
     except ImportError:
         return None
     if sys.gettrace() is not None and coverage.Coverage.current() is None:
         return None  # a debugger's or a profiler's tracer: left alone
-    measurement = coverage.Coverage(data_file=None, branch=True, include=[file], config_file=False)
-    measurement.set_option("run:disable_warnings", list(_QUIET))
+    measurement = _MEASUREMENTS.get(file)
+    if measurement is None:
+        measurement = coverage.Coverage(
+            data_file=None, branch=True, include=[file], config_file=False
+        )
+        measurement.set_option("run:disable_warnings", list(_QUIET))
+        _MEASUREMENTS[file] = measurement
+    context = f"gradverify-{next(_CONTEXTS)}"
     try:
         measurement.start()
+        measurement.switch_context(context)
     except Exception:
         return None
-    return measurement
+    return measurement, context
