@@ -3,8 +3,8 @@
 - an index given to `index_add_`, `index_copy_`, `scatter_add` (or `bincount`'s weights)
   with a source parameter has the source's length along the dim (`index_add_(0, ids,
   values)`: ids as long as values), or its shape for the scatter family;
-- a count (`num_segments`, `n_classes`, `bins_count`) covers the indices: one more than
-  the largest;
+- a count (what forward allocates with as a first size, `new_zeros((num_segments, 4))`,
+  or passes as `num_classes`, `minlength`) covers the indices: one more than the largest;
 - at least one index repeats, so that a backward that assigns where it must accumulate
   (`gw[idx] = g`) is caught on every seed: an index whose length is fixed draws from fewer
   values than its length; one whose length is free gets a case long enough to repeat.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import math
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -39,8 +38,12 @@ PAIRING_CALLS = {
     "scatter_": (1, 2, True), "scatter_reduce": (1, 2, True), "scatter_reduce_": (1, 2, True),
 }  # fmt: skip
 SOURCE_KEYWORDS = ("source", "src")
-# Parameters that count what indices index: one more than the largest index.
-COUNT_NAMES = re.compile(r"^(num|count|num_\w+|n_\w+|number_of_\w+|\w+_count|\w+_counts)$", re.I)
+# Calls that allocate what indices index: a parameter giving their first size (or the
+# keyword) counts the indices' values (`values.new_zeros((num_segments, 4))`).
+ALLOCATIONS = frozenset({
+    "zeros", "new_zeros", "ones", "new_ones", "empty", "new_empty", "full", "new_full",
+})  # fmt: skip
+COUNT_KEYWORDS = frozenset({"num_classes", "minlength", "dim_size", "num_segments"})
 # An index tensor narrowed so that its values repeat (kept so when cases reshape the rest).
 REPEATS = "fewer values than its length, so that one repeats"
 
@@ -90,12 +93,31 @@ def _is_module(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id in ("torch", "F")
 
 
+def counts(flow: Flow) -> frozenset[str]:
+    """The parameters forward allocates with as a first size (`new_zeros((n, 4))`,
+    `torch.zeros(n)`) or passes as `num_classes`, `minlength`: counts of index values."""
+    found: set[str] = set()
+    for node in own_nodes(flow.forward) if flow.forward is not None else []:
+        if not isinstance(node, ast.Call):
+            continue
+        name = called_name(node)
+        sized: list[ast.AST] = [k.value for k in node.keywords if k.arg in COUNT_KEYWORDS]
+        if name == "one_hot" and len(node.args) > 1:
+            sized.append(node.args[1])
+        elif name in ALLOCATIONS and node.args:
+            first = node.args[0]
+            sized.append(first.elts[0] if isinstance(first, ast.Tuple) and first.elts else first)
+        found |= {n.id for n in sized if isinstance(n, ast.Name) and n.id in flow.parameters}
+    return frozenset(found)
+
+
 def fit(target: Target, choices: Sequence[Choice]) -> list[Choice]:
     """`choices` with each paired index as long as its source, narrowed to repeat, and each
     count one more than the largest index."""
     if not any(c.dtype == "int64" and c.kind == TENSOR for c in choices):
         return list(choices)
-    paired = pairs(target_flow(target))
+    flow = target_flow(target)
+    paired = pairs(flow)
     by_name = {c.name: c for c in choices}
     fitted = []
     for choice in choices:
@@ -107,7 +129,7 @@ def fit(target: Target, choices: Sequence[Choice]) -> list[Choice]:
             # a spec's range needs low < high: 0..1 at least
             choice = replace(choice, high=max(1, min(choice.high, math.prod(choice.shape) - 2)))
         fitted.append(choice)
-    return _counts(fitted)
+    return _counts(fitted, counts(flow))
 
 
 def _paired(index: Choice, source: Choice, dim: int | None) -> Choice:
@@ -122,12 +144,12 @@ def _paired(index: Choice, source: Choice, dim: int | None) -> Choice:
     return replace(index, shape=shape, reason=f"as long as {source.name}, with {REPEATS}")
 
 
-def _counts(choices: list[Choice]) -> list[Choice]:
+def _counts(choices: list[Choice], names: frozenset[str]) -> list[Choice]:
     top = max((int(c.high) for c in choices if c.dtype == "int64" and c.kind == TENSOR), default=0)
     reason = "a count: one more than the largest index"
     return [
         Choice(c.name, NUMBER, value=top + 1, reason=reason)
-        if COUNT_NAMES.match(c.name) and (c.kind == NUMBER or is_float_tensor(c))
+        if c.name in names and (c.kind == NUMBER or is_float_tensor(c))
         else c
         for c in choices
     ]

@@ -8,7 +8,7 @@ import pytest
 
 from gradverify.inference.dataflow import flow_of
 from gradverify.inference.from_signature import Inference, infer
-from gradverify.inference.indices import pairs
+from gradverify.inference.indices import counts, pairs
 from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Report, Status
 from gradverify.run import session
@@ -39,6 +39,13 @@ def test_an_index_added_with_a_source_pairs_with_it_along_the_dim() -> None:
     flow = flow_of(segment_sum.forward, None, ("values", "segment_ids", "num_segments"))
 
     assert pairs(flow) == {"segment_ids": ("values", 0)}
+
+
+def test_a_parameter_forward_allocates_with_counts_the_index_values() -> None:
+    segment_sum = indices.SegmentSum
+    flow = flow_of(segment_sum.forward, None, ("values", "segment_ids", "num_segments"))
+
+    assert counts(flow) == {"num_segments"}
 
 
 def test_segment_ids_as_long_as_values_repeating_and_a_count_that_covers_them() -> None:
