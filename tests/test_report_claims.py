@@ -87,6 +87,25 @@ def test_no_branch_coverage_for_a_function_without_a_backward(run_spec):
     assert all(result.branches is None for result in report.results)
 
 
+def test_a_custom_ops_registered_backward_is_measured_and_a_cpp_one_is_not(run_spec):
+    report = run_spec(
+        f"""
+        functions:
+          - target: {FUNCTIONS}:gradverify_claims::signed_square
+            checks: [backward, finite_difference]
+            cases: [{{name: mixed, inputs: [{{shape: [6], low: -1.0, high: 1.0}}]}}]
+          - target: op:aten::sin
+            checks: [backward, finite_difference]
+            cases: [{{name: plain, inputs: [{{shape: [4]}}]}}]
+        """
+    )
+    assert not any(result.failed for result in report.results)
+    (found,) = branch_coverage(report.results)
+    assert found.target == f"{FUNCTIONS}:gradverify_claims::signed_square"
+    positive = line_of(report_claims._signed_square_backward, "return grad * 2 * x\n")
+    assert [to for _, to in found.never] == [positive]
+
+
 # "The first derivative is right", and only on this case's inputs.
 
 

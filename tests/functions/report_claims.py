@@ -35,6 +35,31 @@ def signed_square(x: torch.Tensor) -> torch.Tensor:
     return x * x.abs()
 
 
+@torch.library.custom_op("gradverify_claims::signed_square", mutates_args=())
+def signed_square_op(x: torch.Tensor) -> torch.Tensor:
+    """SignedSquare as a custom op, whose registered backward has the same branches."""
+    return x * x.abs()
+
+
+@signed_square_op.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _signed_square_setup(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+    ctx.save_for_backward(inputs[0])
+
+
+def _signed_square_backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+    (x,) = ctx.saved_tensors
+    if bool((x > 0).all()):
+        return grad * 2 * x
+    return grad * 2 * x.abs()
+
+
+signed_square_op.register_autograd(_signed_square_backward, setup_context=_signed_square_setup)
+
+
 # --- a NaN second derivative: sqrt inside torch.where -------------------------------------
 
 
