@@ -31,6 +31,9 @@ RANKED = ((5,), (3, 4), (3, 4, 5), (2, 3, 4, 5))
 # The layouts whose other arguments the ranks are tried beside.
 BESIDE: tuple[tuple[int, ...] | str, ...] = (ELEMENTWISE, "linear")
 BATCH = 2
+# At most this many assignments in the fallback: it runs only where no layout ran, but a
+# Function of many tensors would otherwise try each at every rank beside each layout.
+MOST_TRIALS = 32
 
 
 def components(flow: Flow) -> dict[str, tuple[int, int]]:
@@ -109,7 +112,7 @@ def each_rank(target: Target, plans: Sequence[Plan]) -> Iterator[list[Choice]]:
         for trial in trials:
             fitted = with_components(target, trial)
             key = tuple(c.shape for c in fitted)
-            if key not in seen:
+            if key not in seen and len(seen) < MOST_TRIALS:
                 seen.add(key)
                 yield fitted
 
