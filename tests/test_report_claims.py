@@ -204,3 +204,28 @@ def test_findings_that_differ_are_each_shown(report):
     text = FORMATS["text"](report, RenderOptions())
     # Cube's warning and CubeWrong's failures are of two targets: nothing folds across them
     assert "the reference's own gradient" in text and "differs from the reference" in text
+
+
+@pytest.mark.parametrize(
+    ("analytical", "numerical", "linear", "kept"),
+    [
+        ([-1.0, -2.0, -3.0, -4.0], [1.0, 2.0, 3.0, 4.0], True, "likely a flipped sign"),
+        ([-0.5, -1.0, -1.5, -2.0], [1.0, 2.0, 3.0, 4.0], True, "likely a division by 2"),
+        ([0.5, 1.0, 1.0, 1.0], [0.5, 2.0, 3.0, 4.0], False, "likely a clamp in backward"),
+    ],
+)
+def test_a_hint_without_its_surrogate_advice_keeps_its_cause(analytical, numerical, linear, kept):
+    """Where finite_difference passed, a pattern that an intended surrogate also makes is
+    named without the advice to declare one (checks/shared/jacobian_verdicts.py)."""
+    import torch
+
+    from gradverify.numerics.compare import compare
+    from gradverify.numerics.diagnosis import diagnose, without_surrogate
+
+    ours = torch.diag(torch.tensor(analytical, dtype=torch.float64))
+    truth = torch.diag(torch.tensor(numerical, dtype=torch.float64))
+    off = compare(ours, truth, 1e-5, 1e-3).off
+    hint = diagnose(ours, truth, off, None, "x", 1e-5, 1e-3, lambda: linear)
+    assert hint is not None and "surrogate" in hint
+    stripped = without_surrogate(hint)
+    assert stripped is not None and "surrogate" not in stripped and kept in stripped

@@ -8,6 +8,7 @@ surrogate gradient also makes (a reversed sign, clipping) say how to declare one
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
@@ -404,3 +405,25 @@ def nan_second_derivative(ops: frozenset[str], inside_where: bool, place: str) -
         f"the second derivative is NaN or infinite where the first is finite: likely an op in "
         f"{place} whose derivative is infinite at these inputs (a division, sqrt or log at 0)"
     )
+
+
+# "; if that is on purpose (a gradient-reversal layer), declare `gradient: surrogate`" and
+# the clip's ": if that is on purpose (gradient clipping), declare ...; else likely ...".
+_SURROGATE_CLAUSE = re.compile(
+    r"(?P<lead>[;:]) if (?:that|the reversed sign) is on purpose(?: \([^)]*\))?, "
+    + re.escape(SURROGATE)
+    + r"(?P<otherwise>; else)?"
+)
+
+
+def without_surrogate(hint: str | None) -> str | None:
+    """`hint` without its advice to declare a surrogate: where backward passed
+    finite_difference on the case, its gradient is the derivative there, and no pattern of
+    its errors elsewhere is an intended surrogate."""
+    if hint is None:
+        return None
+
+    def replaced(match: re.Match[str]) -> str:
+        return ":" if match["otherwise"] else ""
+
+    return _SURROGATE_CLAUSE.sub(replaced, hint)
