@@ -143,6 +143,23 @@ def test_a_nan_second_derivative_from_sqrt_inside_where_gets_the_double_where_hi
     assert not find(report, target=f"{FUNCTIONS}:SqrtReluSafe", status="fail")
 
 
+def test_a_nan_second_derivative_from_a_power_at_0_names_it_and_where_the_output_is_0(
+    run_spec, find
+):
+    report = run_spec(
+        f"""
+        target: {FUNCTIONS}:ReluPow
+        checks: [finite_difference, gradgradcheck]
+        cases: [{{name: both_sides, inputs: [{{shape: [8], low: -1.0, high: 1.0}}]}}]
+        """
+    )
+    (failure, *_) = find(report, check="gradgradcheck", status="fail")
+    line = line_of(report_claims.ReluPow.backward, "** 0.5")
+    assert f"likely `**` at 0 (the output is 0 at " in failure.hint
+    assert f"in backward (line {line})" in failure.hint
+    assert ".detach()" not in failure.hint and "torch.where" not in failure.hint
+
+
 # A reference whose own gradient is wrong; no surrogate hint where finite_difference passed.
 
 

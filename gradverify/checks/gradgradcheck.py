@@ -31,7 +31,7 @@ from gradverify.checks.shared.modes import (
     second_order_problem,
 )
 from gradverify.checks.shared.torch_gradcheck import parse_mismatch, second_order, torch_complaint
-from gradverify.inputs import differentiable_indices
+from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics import seeded
 from gradverify.numerics.compare import Comparison
 from gradverify.numerics.complex_parts import NO_PARTS, Parts
@@ -296,7 +296,7 @@ def _non_finite_hinted(context: CaseContext, results: list[Result]) -> list[Resu
     if not any(non_finite):
         return results
     ops, inside_where, place = _singular_ops(context)
-    hint = nan_second_derivative(ops, inside_where, place)
+    hint = nan_second_derivative(ops, inside_where, place, _zero_outputs(context))
     return [
         replace(result, hint=hint) if flagged else result
         for result, flagged in zip(results, non_finite, strict=True)
@@ -324,6 +324,19 @@ def _singular_ops(context: CaseContext) -> tuple[frozenset[str], bool, str]:
         return frozenset(ops), where, "backward"
     line = first.co_firstlineno + min(ops.values()) - 1
     return frozenset(ops), where, f"backward (line {line})"
+
+
+def _zero_outputs(context: CaseContext) -> str:
+    """`3 of 8 elements` where forward's differentiable outputs are exactly 0 on the case's
+    inputs (a saved output at 0 is where ops such as `**` lose their derivative), else ""."""
+    try:
+        outputs = call_forward(context.target.call, fresh_copies(context.arguments))
+    except UserCodeError:
+        return ""
+    values = [output.detach() for _, output in differentiable_outputs(outputs)]
+    zeros = sum(int((value == 0).sum()) for value in values)
+    total = sum(value.numel() for value in values)
+    return f"{zeros} of {total} element{'s' if total != 1 else ''}" if zeros else ""
 
 
 def _called(node: ast.AST) -> str | None:

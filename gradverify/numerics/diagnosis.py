@@ -381,15 +381,19 @@ def _between(low: float, high: float) -> str:
 SINGULAR_AT_ZERO = frozenset({"sqrt", "rsqrt", "pow", "**", "log", "log2", "log10", "reciprocal"})
 
 
-def nan_second_derivative(ops: frozenset[str], inside_where: bool, place: str) -> str:
+def nan_second_derivative(
+    ops: frozenset[str], inside_where: bool, place: str, zeros: str = ""
+) -> str:
     """The hint for a NaN (or infinite) second derivative where the first is finite, from the
     ops backward applies (`ops`: those of SINGULAR_AT_ZERO it calls; `place`: `backward (line
-    41)`, say). Not `.detach()`: a non-finite value is no missing term."""
+    41)`, say) and where the output is 0 (`zeros`: `3 of 8 elements`, a saved output such an
+    op may be fed). Not `.detach()`: a non-finite value is no missing term."""
     named = ", ".join(f"`{op}`" for op in sorted(ops))
+    at_zero = f"at 0 (the output is 0 at {zeros})" if zeros else "at 0"
     if ops and inside_where:
         return (
-            f"the second derivative is NaN where the first is finite: likely {named} at 0 (or "
-            f"below) inside `torch.where` in {place}. where picks the value but both branches "
+            f"the second derivative is NaN where the first is finite: likely {named} {at_zero} "
+            f"or below inside `torch.where` in {place}. where picks the value but both branches "
             "are differentiated, and the unused branch's infinite derivative times 0 is NaN. "
             "The double-where trick: feed the op a safe value where it is not used, "
             "`safe = torch.where(mask, x, torch.ones_like(x))`, then "
@@ -397,8 +401,8 @@ def nan_second_derivative(ops: frozenset[str], inside_where: bool, place: str) -
         )
     if ops:
         return (
-            f"the second derivative is NaN where the first is finite: likely {named} at 0 in "
-            f"{place}, whose derivative is infinite there; keep its input away from 0 "
+            f"the second derivative is NaN where the first is finite: likely {named} {at_zero} "
+            f"in {place}, whose derivative is infinite there; keep its input away from 0 "
             "(`x.clamp_min(eps)`), or mask it with the double-where trick"
         )
     return (

@@ -88,6 +88,21 @@ class SqrtReluSafe(SqrtRelu):
         return grad * torch.where(x > 0, 0.5 / torch.sqrt(safe), torch.zeros_like(x))
 
 
+class ReluPow(torch.autograd.Function):
+    """max(x, 0)^1.5, whose backward takes `** 0.5` of x times its mask: the first derivative
+    is right, the second NaN where x < 0 (the mask's 0 times the power's infinite slope)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.clamp_min(0) ** 1.5
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad * 1.5 * (x * (x > 0)) ** 0.5
+
+
 # --- references whose own gradient is wrong ----------------------------------------------
 
 
