@@ -155,7 +155,7 @@ def test_a_nan_second_derivative_from_a_power_at_0_names_it_and_where_the_output
     )
     (failure, *_) = find(report, check="gradgradcheck", status="fail")
     line = line_of(report_claims.ReluPow.backward, "** 0.5")
-    assert f"likely `**` at 0 (the output is 0 at " in failure.hint
+    assert "likely `**` at 0 (the output is 0 at " in failure.hint
     assert f"in backward (line {line})" in failure.hint
     assert ".detach()" not in failure.hint and "torch.where" not in failure.hint
 
