@@ -104,3 +104,31 @@ class MeanSquaredDistanceCountsX(MeanSquaredDistance):
         grad_x = 2 * g[:, None] * (x - y.mean(0))
         grad_y = 2 * (g.sum() * y - g @ x) / x.shape[0]
         return grad_x, grad_y
+
+
+class Trace(torch.autograd.Function):
+    """The trace of a square matrix, or of each of a batch of them."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor) -> torch.Tensor:
+        if a.dim() < 2 or a.shape[-1] != a.shape[-2]:
+            raise ValueError("Trace takes square matrices")
+        ctx.save_for_backward(a)
+        return a.diagonal(dim1=-2, dim2=-1).sum(-1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (a,) = ctx.saved_tensors
+        eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+        return grad[..., None, None] * eye
+
+
+class TraceSumsTheBatch(Trace):
+    """Trace whose backward takes grad for a number: each matrix of a batch gets the sum of
+    every matrix's gradient. Right for one matrix."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (a,) = ctx.saved_tensors
+        eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+        return (grad.sum() * eye).expand_as(a)

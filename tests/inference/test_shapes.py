@@ -5,10 +5,9 @@ square matrices; each with a buggy Function only it reaches, and the correct twi
 
 from __future__ import annotations
 
-from gradverify.inference.choice import Choice
 from gradverify.inference.dataflow import flow_of
 from gradverify.inference.from_signature import Inference, infer
-from gradverify.inference.shapes import batched_squares, components
+from gradverify.inference.shapes import components
 from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Report, Status
 from gradverify.run import session
@@ -87,9 +86,16 @@ def test_a_right_pairwise_distance_passes_at_other_sizes() -> None:
 
 
 def test_a_square_matrix_gets_a_batch_of_them() -> None:
-    base = [Choice("a", "tensor", (3, 3)), Choice("b", "tensor", (3,))]
+    labels = [label for label, _ in inferred("Trace").extra]
 
-    (extra,) = batched_squares(base)
+    assert "a [2, 3, 3]" in labels
 
-    assert extra.label == "a [2, 3, 3]"
-    assert [choice.shape for choice in extra.choices] == [(2, 3, 3), (3,)]
+
+def test_a_backward_that_sums_over_the_batch_fails_on_the_batch_only() -> None:
+    report = zero_config("TraceSumsTheBatch")
+
+    assert failed_cases(report) == {"inferred: a [2, 3, 3]"}
+
+
+def test_a_right_trace_passes_its_batch() -> None:
+    assert zero_config("Trace").passed
