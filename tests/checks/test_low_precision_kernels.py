@@ -160,3 +160,33 @@ def test_explain_points_at_the_float32_verdict_not_at_loosening_tolerance():
     assert "is checked in float32 instead" in text
     assert "loosening `tolerance` would hide real bugs" in text
     assert "loosen `tolerance` (atol/rtol)" not in text
+
+
+def test_a_kink_at_an_input_warns_as_a_kink_in_float32(run_spec, only):
+    report = run_spec(
+        spec("ClampFloat32", "{values: [-2.0, -1.0, 0.0, 0.5, 1.0, 3.0], dtype: float32}",
+             extra="checks: [finite_difference]")
+    )  # fmt: skip
+    result = only(report, check="finite_difference")
+    assert result.status.value == "warn"
+    assert result.message.startswith("non-differentiable at argument 0 (x), element [1]")
+    assert "in float32" in result.message and "1 more element" in result.message
+
+
+def test_far_steps_that_see_a_linear_function_are_no_evidence(run_spec, only):
+    # logsumexp at 1000 is the max for steps of hundreds: the discrepancy there is steady,
+    # like a bug's, but it shrinks as the steps do; only the steps where it does count.
+    report = run_spec(
+        spec("LogSumExpFloat32", "{values: [1000.0, 1001.0, 999.5, 1000.25], dtype: float32}",
+             extra="checks: [finite_difference]")
+    )  # fmt: skip
+    assert only(report, check="finite_difference").status.value == "pass"
+
+
+def test_a_nan_gradient_fails_in_float32(run_spec, only):
+    report = run_spec(
+        spec("ReciprocalFloat32NaNAtZero", "{shape: [4], low: 1.0, high: 2.0, dtype: float32}",
+             extra="checks: [finite_difference]")
+    )  # fmt: skip
+    result = only(report, check="finite_difference")
+    assert result.status.value == "fail" and "is nan at element" in result.message

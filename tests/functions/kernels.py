@@ -164,3 +164,51 @@ class CudaOnlySquare(torch.autograd.Function):
 def softplus(x: torch.Tensor) -> torch.Tensor:
     """The reference of SoftplusFloat32SignFlip."""
     return torch.nn.functional.softplus(x)
+
+
+class ClampFloat32(torch.autograd.Function):
+    """x.clamp(-1, 1), float32 only, slope 0 at the bounds: correct, kinked at ±1."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        _float32_only(x)
+        ctx.save_for_backward(x)
+        return x.clamp(-1.0, 1.0)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return grad_output * ((x > -1.0) & (x < 1.0)).to(grad_output.dtype)
+
+
+class LogSumExpFloat32(torch.autograd.Function):
+    """logsumexp over the last dim, max-shifted, float32 only: correct at any offset (at 1000
+    its float32 values round to 6e-5, and far steps see it as the max: linear)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        _float32_only(x)
+        shift = x.amax(-1, keepdim=True)
+        output = ((x - shift).exp().sum(-1, keepdim=True).log() + shift).squeeze(-1)
+        ctx.save_for_backward(x, output)
+        return output
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        x, output = ctx.saved_tensors
+        return grad_output.unsqueeze(-1) * (x - output.unsqueeze(-1)).exp()
+
+
+class ReciprocalFloat32NaNAtZero(torch.autograd.Function):
+    """1/x, float32 only, whose backward divides by x - x.detach() (always 0): NaN gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        _float32_only(x)
+        ctx.save_for_backward(x)
+        return 1 / x
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return -grad_output / (x * x) * (x - x) / (x - x)

@@ -76,10 +76,11 @@ def draw_directions(
     sources = [arguments[index] for index in wrt]
     for _ in range(DIRECTIONS):
         weights = [seeded.normal(o.shape, generator, o.device).to(o.dtype) for o in outputs]
-        with user_code("backward"):
+        with user_code("backward"):  # copies: a backward that writes into them changes v
             gradients = torch.autograd.grad(
-                list(outputs), sources, weights, retain_graph=True, allow_unused=True
-            )
+                list(outputs), sources, [w.clone() for w in weights], retain_graph=True,
+                allow_unused=True,
+            )  # fmt: skip
         v = torch.cat([w.to(torch.float64).reshape(-1) for w in weights])
         for index, gradient in zip(wrt, gradients, strict=True):
             argument = arguments[index]

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import torch
 
 from gradverify.checks.finite_difference.directions import CLEAR, Judged, Line, judge_direction
+from gradverify.checks.finite_difference.one_sided import at_kinks
 from gradverify.checks.shared.case import CaseContext, dtype_name
 from gradverify.checks.shared.modes import entry_hint
 from gradverify.numerics.diagnosis import diagnose
@@ -71,14 +72,22 @@ def _by_columns(
     analytical = analytical.to(torch.float64)
     numerical = torch.zeros_like(analytical)
     bound = torch.full_like(analytical, math.inf)
+    steps: dict[int, float] = {}
     for column in range(argument.numel()):
         found = estimate(_column_probe(line, column, analytical[:, column], eps),
                          around(worst.estimate.step))  # fmt: skip
         if found is not None:
             numerical[:, column], bound[:, column] = found.rung.numerical, found.bound
+            steps[column] = found.step
     error = (analytical - numerical).abs()
     tol = context.tolerance
     off = (error > CLEAR * bound) & (error > tol.rtol * numerical.abs())
+    excused, slopes = at_kinks(line, analytical, off, bound, steps)
+    if bool(excused.any()) and not bool((off & ~excused).any()):
+        return _kink_warning(context, check, line, analytical, excused, slopes, notes)
+    if excused.any():
+        notes = (*notes, f"{len(slopes)} mismatch(es) at non-differentiable points excused")
+    off = off & ~excused
     if not bool(off.any()):
         return None
     ratio = torch.where(off, error / (CLEAR * bound).clamp_min(1e-300), torch.zeros_like(error))
@@ -108,6 +117,35 @@ def _by_columns(
         hint=hint or _generic_hint(argument.dtype),
         mismatch_map=full_jacobian_map(off, tuple(argument.shape)),
         notes=(*notes, _evidence(worst)),
+    )  # fmt: skip
+
+
+def _kink_warning(
+    context: CaseContext,
+    check: str,
+    line: Line,
+    analytical: torch.Tensor,
+    excused: torch.Tensor,
+    slopes: dict[int, tuple[float, float]],
+    notes: tuple[str, ...],
+) -> Result:
+    """`warn`: the only entries off sit at kinks, where backward's value is a subgradient."""
+    index, argument = line.index, line.arguments[line.index]
+    column = min(slopes)
+    left, right = slopes[column]
+    row = int(excused[:, column].nonzero()[0])
+    element = unravel(column, tuple(argument.shape))
+    more = f" (and {len(slopes) - 1} more element(s))" if len(slopes) > 1 else ""
+    value = float(analytical[row, column])
+    return context.result(
+        check, Status.WARN,
+        f"non-differentiable at {context.describe_argument(index)}, {element_words(element)}"
+        f"{more}: left slope {left:.4g}, right slope {right:.4g} in "
+        f"{dtype_name(argument.dtype)}; analytical {value:.4g} lies between them",
+        input_index=index, element=element, analytical=value,
+        hint="kink: central differences mean nothing there, and backward's value is a valid "
+        "subgradient; every other entry of the gradient matches",
+        notes=notes,
     )  # fmt: skip
 
 

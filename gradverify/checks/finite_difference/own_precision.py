@@ -27,7 +27,7 @@ from gradverify.checks.finite_difference.localize import failure
 from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name
 from gradverify.checks.shared.own_precision import OwnPrecision
 from gradverify.inputs import fresh_copies
-from gradverify.numerics.jacobian import forward_selection
+from gradverify.numerics.jacobian import element_words, forward_selection, unravel
 from gradverify.numerics.richardson import ladder, step_words
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError
@@ -71,6 +71,9 @@ def _verdict(
     measured = [j for j in judged if j.estimate is not None]
     working = dtype_name(argument.dtype)
     if not measured:
+        broken = _not_finite(context, check, line, directions, notes)
+        if broken is not None:
+            return broken
         return context.result(
             check, Status.SKIP,
             f"central differences of {context.describe_argument(index)} in {working} were not "
@@ -96,6 +99,41 @@ def _verdict(
         f"{step_words(worst.estimate.step)})",
         input_index=index, max_abs_error=worst.error, notes=notes,
     )  # fmt: skip
+
+
+def _not_finite(
+    context: CaseContext,
+    check: str,
+    line: Line,
+    directions: Sequence[Direction],
+    notes: tuple[str, ...],
+) -> Result | None:
+    """A failure where backward's gradient or forward's output is NaN or Inf (the reason no
+    step gave a finite difference), else None."""
+    index, argument = line.index, line.arguments[line.index]
+    for direction in directions:
+        bad = (~torch.isfinite(direction.gradient)).reshape(-1).nonzero()
+        if bad.numel():
+            flat = int(bad[0])
+            element = unravel(flat, tuple(argument.shape))
+            value = float(direction.gradient.reshape(-1)[flat])
+            return context.result(
+                check, Status.FAIL,
+                f"gradient of {context.describe_argument(index)} is {value} at "
+                f"{element_words(element)} (backward's vᵀJ for a random v, in "
+                f"{dtype_name(argument.dtype)})",
+                input_index=index, element=element, analytical=value, notes=notes,
+                hint="NaN or Inf from backward: likely a division by zero or an overflow there",
+            )  # fmt: skip
+    outputs, _ = line.at(torch.zeros_like(directions[0].u))
+    if not bool(torch.isfinite(outputs).all()):
+        return context.result(
+            check, Status.FAIL,
+            f"forward's output is not finite at the case's inputs: central differences of "
+            f"{context.describe_argument(index)} mean nothing there (see `forward`)",
+            input_index=index, notes=notes,
+        )  # fmt: skip
+    return None
 
 
 def _no_working_dtype(context: CaseContext, check: str, plan: OwnPrecision) -> Result:
