@@ -55,6 +55,8 @@ def compared_groups(flow: Flow) -> list[frozenset[str]]:
 
 def _operands(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Compare):
+        if any(isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in node.ops):
+            return []  # `x is None`, `mode in (...)`: no order between values
         return [node.left, *node.comparators]
     if isinstance(node, ast.Call) and called_name(node) in COMPARING_CALLS:
         if called_name(node) == "where":  # torch.where(cond, a, b): the condition only

@@ -21,8 +21,16 @@ if TYPE_CHECKING:
     from gradverify.target.loaded import Target
 
 Sources = frozenset[str]
-# Calls that read a shape: an operand holding one compares sizes, not values.
-SHAPE_READS = frozenset({"dim", "size", "numel", "len", "ndimension", "nelement"})
+# Calls and attributes that read a shape or other metadata: an operand holding one
+# compares sizes, dtypes or devices, not values.
+SHAPE_READS = frozenset({
+    "dim", "size", "numel", "len", "ndimension", "nelement", "isinstance", "is_floating_point",
+    "is_complex", "type", "stride", "is_contiguous", "data_ptr", "get_device",
+})  # fmt: skip
+METADATA = frozenset({
+    "shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "layout", "is_sparse",
+    "names", "grad_fn",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -73,12 +81,12 @@ def flow_of(forward: Any, backward: Any, parameters: tuple[str, ...]) -> Flow:
 
 
 def reads_shape(node: ast.AST) -> bool:
-    """An operand that reads a shape, not a value: `x.dim()`, `x.size(0)`, `len(x)`,
-    `x.shape[-1]`, `x.ndim`."""
+    """An operand that reads a shape or metadata, not a value: `x.dim()`, `x.size(0)`,
+    `len(x)`, `x.shape[-1]`, `x.ndim`, `x.dtype`, `x.device`, `x.is_floating_point()`."""
     for inner in ast.walk(node):
         if isinstance(inner, ast.Call) and called_name(inner) in SHAPE_READS:
             return True
-        if isinstance(inner, ast.Attribute) and inner.attr in ("shape", "ndim"):
+        if isinstance(inner, ast.Attribute) and inner.attr in METADATA:
             return True
     return False
 

@@ -88,3 +88,20 @@ class ExpScaleAlphaGrad(ExpScale):
             return grad_x, None
         grad_alpha = (grad * x * torch.exp(alpha * x)).sum().reshape(alpha.shape)
         return grad_x, grad_alpha
+
+
+class MulSameKind(torch.autograd.Function):
+    """x * y for two tensors of one dtype and device: forward compares their metadata, never
+    their values."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if x.dtype != y.dtype or x.device != y.device or x.shape[-1] != y.shape[-1] or x is y:
+            raise TypeError("MulSameKind takes two distinct tensors of one dtype and device")
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = ctx.saved_tensors
+        return grad * y, grad * x

@@ -48,6 +48,13 @@ def test_a_comparison_with_a_literal_is_no_comparison_between_inputs() -> None:
     assert compared_groups(flow) == []
 
 
+def test_comparisons_of_dtypes_devices_shapes_or_identity_are_not_of_values() -> None:
+    same_kind = branches.MulSameKind
+
+    assert compared_groups(flow_of(same_kind.forward, same_kind.backward, ("x", "y"))) == []
+    assert not [label for label, _ in inferred("MulSameKind").extra if " in [" in label]
+
+
 def test_an_extent_compared_with_another_input_is_drawn_positive() -> None:
     choices = {choice.name: choice for choice in inferred("BoxSDF").choices}
 
