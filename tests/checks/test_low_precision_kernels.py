@@ -190,3 +190,16 @@ def test_a_nan_gradient_fails_in_float32(run_spec, only):
     )  # fmt: skip
     result = only(report, check="finite_difference")
     assert result.status.value == "fail" and "is nan at element" in result.message
+
+
+def test_an_unreduced_gradient_of_a_kernel_is_not_called_wrong_by_float64_differences(
+    run_spec, only
+):
+    report = run_spec(
+        spec("SiLUMulFloat32", "{shape: [3, 5], dtype: float32}, {shape: [5], dtype: float32}",
+             extra="checks: [backward, finite_difference]")
+    )  # fmt: skip
+    warning = only(report, check="backward", status="warn")
+    assert "does not match central differences" not in warning.message
+    assert "`finite_difference` checks the gradient it delivers" in warning.message
+    assert only(report, check="finite_difference", input_index=1).status.value == "pass"
