@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import itertools
-import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -57,7 +56,7 @@ def measuring(target: Target) -> Iterator[Callable[[], Branches | None]]:
             measurement.stop()
             file, line, start, end, arcs = possible
             data = measurement.get_data()
-            data.set_query_contexts([f"^{re.escape(context)}$"])  # this measurement's alone
+            data.set_query_context(context)  # this measurement's arcs alone
             executed = data.arcs(file) or []
             ran = {arc for arc in executed if start <= abs(arc[0]) <= end}
             if ran:  # backward ran on this thread, and was seen
