@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import torch
 
 from gradverify.errors import GradverifyError
-from gradverify.spec.models import Case, LiteralInput, TensorInput
+from gradverify.spec.models import CallableInput, Case, LiteralInput, TensorInput
 
 _ALIASES = {
     "half": "float16",
@@ -61,11 +62,18 @@ def build_inputs(
     for item in case.inputs:
         if isinstance(item, TensorInput):
             tensor = _tensor(item, generator)
-            if kinks and item.values is None and tensor.is_floating_point():
+            if (
+                kinks
+                and item.values is None
+                and item.structure is None
+                and tensor.is_floating_point()
+            ):
                 tensor = _away_from(tensor, item, kinks, margin, generator)
             arguments.append(tensor)
         elif isinstance(item, LiteralInput):
             arguments.append(item.value)
+        elif isinstance(item, CallableInput):
+            arguments.append(imported(item.callable))
         else:
             arguments.append(item)
     return tuple(arguments)
@@ -78,8 +86,45 @@ def _tensor(spec: TensorInput, generator: torch.Generator) -> torch.Tensor:
         tensor = torch.tensor(spec.values, dtype=dtype, device="cpu")
     else:
         tensor = _random(spec.dims, dtype, spec.low, spec.high, generator)
+        if spec.structure is not None:
+            tensor = structured(tensor, spec.structure)
     tensor = tensor.to(spec.device)
     return tensor.requires_grad_(spec.wants_grad)
+
+
+def imported(path: str) -> Any:
+    """The object a `module:attr` path names (`torch:sin`, `torch.nn.functional:softplus`)."""
+    module, _, attribute = path.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in attribute.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def structured(drawn: torch.Tensor, structure: str) -> torch.Tensor:
+    """Uniform values `drawn` made into `structure`, batched over leading dims: symmetric
+    ((A + Aᵀ) / 2), spd (A Aᵀ + n I), lower/upper (a triangle, its diagonal 1 + |a|),
+    orthogonal (Q of A's QR, signs fixed), invertible (A + n I), simplex (softmax of the last
+    dim), positive (|a| + 0.1)."""
+    if structure == "simplex":
+        return drawn.softmax(-1)
+    if structure == "positive":
+        return drawn.abs() + 0.1
+    size = drawn.shape[-1]
+    eye = torch.eye(size, dtype=drawn.dtype, device=drawn.device)
+    transposed = drawn.mT.conj() if drawn.is_complex() else drawn.mT
+    if structure == "symmetric":
+        return (drawn + transposed) / 2
+    if structure == "spd":
+        return drawn @ transposed + size * eye
+    if structure == "invertible":
+        return drawn + size * eye
+    if structure == "orthogonal":
+        q, r = torch.linalg.qr(drawn)
+        return q * r.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+    triangle = drawn.tril() if structure == "lower" else drawn.triu()
+    diagonal = drawn.diagonal(dim1=-2, dim2=-1).abs() + 1
+    return triangle - triangle.diagonal(dim1=-2, dim2=-1).diag_embed() + diagonal.diag_embed()
 
 
 def _away_from(

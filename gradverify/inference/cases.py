@@ -30,6 +30,7 @@ from gradverify.inference.choice import (
 from gradverify.inference.probe import probe
 from gradverify.inference.reach import fitted, reaching
 from gradverify.inference.source import BranchPoints, branch_points, is_mask, source_facts
+from gradverify.inference.structure import unstructured
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -89,8 +90,8 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
         seen.add(key)
         outcome = probe(target, choices, randomness=True)
         case = (candidate.label, tuple(choices))
-        if outcome.stage == "forward" or outcome.random:
-            return  # outside forward's domain, or forward draws random numbers there
+        if outcome.stage == "forward" or outcome.random or outcome.misfit:
+            return  # outside forward's domain or contract, or forward is random there
         if candidate.bounded and outcome.scale > WIDE_SCALE:
             return  # finite differences there would measure float64 rounding
         misfits = set(outcome.wrong_shape)
@@ -140,6 +141,8 @@ def _combined(base: Sequence[Choice], kept: Sequence[Case]) -> Iterator[Candidat
 def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
     """Each extra case to probe, the most telling first."""
     points = branch_points(*_own_methods(target))
+    for label, choices in unstructured(base):  # a finding only here is the contract's
+        yield Candidate(label, choices)
     yield from _defaults(base)
     yield from _wide(target, base, points)
     for extra in reaching(target, base):  # gradverify.inference.reach

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # Where forward's output is not finite on [-1, 1] (log, sqrt, a fractional power).
 POSITIVE = (0.1, 2.0)
 
-TENSOR, NUMBER, LITERAL = "tensor", "number", "literal"
+TENSOR, NUMBER, LITERAL, CALLABLE = "tensor", "number", "literal", "callable"
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Choice:
     high: float = 1.0
     optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
     device: str = "cpu"  # another where forward refuses CPU tensors (inference/precision.py)
+    structure: str | None = None  # the spec's `structure:` (spd, symmetric, lower, ...)
 
     @property
     def item(self) -> Any:
@@ -46,7 +47,11 @@ class Choice:
             if self.device != "cpu":
                 item["device"] = self.device
             item.update(low=self.low, high=self.high)
+            if self.structure is not None:
+                item["structure"] = self.structure
             return item if self.requires_grad else {**item, "requires_grad": False}
+        if self.kind == CALLABLE:
+            return {"callable": self.value}
         if isinstance(self.value, dict):
             return {"value": self.value}  # a bare mapping would read as a tensor
         return list(self.value) if isinstance(self.value, tuple) else self.value
@@ -58,6 +63,10 @@ class Choice:
                 what += f" of indices {self.low:g}..{self.high:g}"
             elif (self.low, self.high) == POSITIVE:
                 what += f" in [{self.low:g}, {self.high:g}]"
+            if self.structure is not None:
+                what += f", {self.structure}"
+        elif self.kind == CALLABLE:
+            what = f": the function {self.value}"
         elif self.kind == NUMBER:
             what = f": the {kind_of(self.value)} {self.item!r}"
         else:
@@ -95,6 +104,8 @@ class Inference:
         guessed = [c.name for c in self.choices if c.kind == TENSOR and c.dtype == "float64"]
         named = [name for name in guessed if re.search(rf"\b{re.escape(name)}\b", self.rejection)]
         which = f" for {', '.join(named or guessed)}" if guessed else ""
+        if self.rejection.startswith(("backward raised", "forward returned no tensor")):
+            return f"no input tried fits the Function's contract{which} ({self.rejection})"
         return f"forward rejected every shape tried{which} ({self.rejection})"
 
     @property

@@ -31,10 +31,10 @@ from gradverify.inference.choice import (
     in_domain,
     is_float_tensor,
 )
-from gradverify.inference.plans import ELEMENTWISE, LAYOUTS, plans_of
-from gradverify.inference.reach import fitted
+from gradverify.inference.plans import choices_for, layouts_for, plans_of
 from gradverify.inference.precision import in_kernel_precision
 from gradverify.inference.probe import probe
+from gradverify.inference.reach import fitted
 from gradverify.inference.search import Search
 from gradverify.inference.shapes import each_rank
 from gradverify.inference.source import source_facts
@@ -64,9 +64,10 @@ def _base(target: Target) -> Inference:
     """The first assignment with which forward and backward run well."""
     plans = plans_of(target)
     search = Search(target)
+    layouts = layouts_for(plans)
     for low, high in ((-1.0, 1.0), POSITIVE):
-        for layout in LAYOUTS:
-            choices = fitted(target, in_domain([plan.choice(layout) for plan in plans], low, high))
+        for layout in layouts:
+            choices = fitted(target, in_domain(choices_for(plans, layout), low, high))
             found = search.settle(choices, plans)
             if found is not None:
                 return Inference(target.spec, tuple(found), target.variadic)
@@ -74,9 +75,8 @@ def _base(target: Target) -> Inference:
             break
     if search.forward_ran is None and source_facts(target).complex:
         # forward takes complex numbers apart (`z.imag`, `view_as_real`): perhaps only them
-        for layout in LAYOUTS:
-            assigned = in_domain([plan.choice(layout) for plan in plans], -1.0, 1.0)
-            choices = as_complex(fitted(target, assigned))
+        for layout in layouts:
+            choices = as_complex(fitted(target, in_domain(choices_for(plans, layout), -1, 1)))
             found = search.settle(choices, plans)
             if found is not None:
                 return Inference(target.spec, tuple(found), target.variadic)
@@ -89,6 +89,6 @@ def _base(target: Target) -> Inference:
     unknown = "forward rejected every shape tried: choose its shape"
     guesses = [
         replace(choice, reason=unknown) if is_float_tensor(choice) else choice
-        for choice in fitted(target, in_domain([plan.choice(ELEMENTWISE) for plan in plans], -1, 1))
+        for choice in fitted(target, in_domain(choices_for(plans, layouts[0]), -1.0, 1.0))
     ]
     return Inference(target.spec, tuple(guesses), target.variadic, False, search.first_error)

@@ -12,8 +12,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.annotations import annotations_of
-from gradverify.inference.choice import LITERAL, NUMBER, TENSOR, Choice
+from gradverify.inference.choice import CALLABLE, LITERAL, NUMBER, TENSOR, Choice
+from gradverify.inference.contract import (
+    MASK,
+    OUT,
+    SHAPE,
+    Contract,
+    concrete_shape,
+    read_contract,
+)
 from gradverify.inference.source import is_mask, source_facts
+from gradverify.spec.models import MATRIX_STRUCTURES
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -43,7 +52,11 @@ LINEAR_INPUT, LINEAR_WEIGHT, LINEAR_BIAS = (2, 4), (3, 4), (3,)
 SQUARE = (3, 3)
 # Where forward wants a batch of images: H ≠ W, so that a backward mixing them up shows.
 NCHW, CHANNELS = (2, 3, 4, 5), (3,)
-LAYOUTS: tuple[tuple[int, ...] | str, ...] = (ELEMENTWISE, "linear", SQUARE, "nchw")
+BATCHED_SQUARE = (2, 3, 3)  # a batch of square matrices (rotations, covariances)
+LAYOUTS: tuple[tuple[int, ...] | str, ...] = (ELEMENTWISE, "linear", SQUARE, "nchw", BATCHED_SQUARE)
+# Functions a parameter that takes one gets (`fn`, `func`, `callback`): one argument, then two
+# (`func(t, y)`), each smooth and nonlinear in its tensor.
+CALLABLES = ("torch:sin", "torch:mul")
 # An index tensor: longer than what it indexes, so that its values repeat.
 INDEX_SHAPES: dict[Any, tuple[int, ...]] = {ELEMENTWISE: (6,), "linear": LINEAR_INPUT[:1]}
 
@@ -63,8 +76,19 @@ class Plan:
     indices: bool = False  # an integer index tensor (gradverify.inference.source)
     mask: bool = False  # the index tensor is a bool mask
     optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
+    structure: str | None = (
+        None  # what the code asks its values to be (gradverify.inference.contract)
+    )
+    fixed: tuple[int, ...] | None = None  # the shape the code asks for, whatever the layout
+    a_shape: bool = False  # a tuple of ints: the first tensor's shape
 
     def choice(self, layout: tuple[int, ...] | str) -> Choice:
+        if self.fixed is not None or self.structure is not None:
+            shape = self.fixed if self.fixed is not None else self._shape(layout)
+            return Choice(
+                self.name, TENSOR, shape, None, self.reason, self.requires_grad,
+                structure=self.structure,
+            )  # fmt: skip
         if self.mask:  # a mask is shaped like what it masks
             shape = self._shape(layout)
             return Choice(self.name, TENSOR, shape, None, self.reason, False, "bool", 0, 1)
@@ -93,13 +117,38 @@ class Plan:
         return LINEAR_BIAS if BIAS_NAMES.search(self.name) else LINEAR_INPUT
 
 
+def choices_for(plans: list[Plan], layout: tuple[int, ...] | str) -> list[Choice]:
+    """Each plan's choice in `layout`; a shape parameter given the first tensor's shape."""
+    choices = [plan.choice(layout) for plan in plans]
+    first = next((c.shape for c in choices if c.kind == TENSOR and c.dtype == "float64"), None)
+    return [
+        Choice(c.name, NUMBER, value=first, reason=c.reason) if plan.a_shape and first else c
+        for plan, c in zip(plans, choices, strict=True)
+    ]
+
+
+def layouts_for(plans: list[Plan]) -> list[tuple[int, ...] | str]:
+    """LAYOUTS, after the shapes the code asks for: the first such shape for the tensors
+    it says nothing of, then a vector of its last dim (`b` beside a matrix `A` [3, 3])."""
+    fixed = next((plan.fixed for plan in plans if plan.fixed), None)
+    if fixed is None:
+        return list(LAYOUTS)
+    return list(dict.fromkeys([fixed, fixed[-1:], *LAYOUTS]))
+
+
 def plans_of(target: Target) -> list[Plan]:
     annotations = annotations_of(target)
     facts = source_facts(target)
-    plans = []
+    contracts = read_contract(target)
+    symbols: dict[str, int] = {}  # the named dims of every shape read, one size each
+    plans: list[Plan] = []
     for index, name in enumerate(target.parameters):
         annotation = annotations.get(name, "")
-        if name in facts.indices and name not in target.defaults and annotation in ("", "Tensor"):
+        said = contracts.get(name)
+        contracted = _contracted(index, name, said, symbols) if said is not None else None
+        if contracted is not None and not (said and said.kind == MASK and name in facts.indices):
+            plans.append(contracted)
+        elif name in facts.indices and name not in target.defaults and annotation in ("", "Tensor"):
             mask = is_mask(name)
             reason = f"forward indexes with it: {'a bool mask' if mask else 'int64 indices'}"
             plans.append(
@@ -137,6 +186,32 @@ def plans_of(target: Target) -> list[Plan]:
         else:
             plans.append(Plan(index, name, TENSOR, flexible=index > 0))
     return plans
+
+
+def _contracted(index: int, name: str, said: Contract, symbols: dict[str, int]) -> Plan | None:
+    """The plan for a parameter the code says something of (gradverify.inference.contract)."""
+    reason = said.reason
+    if said.kind == CALLABLE:
+        return Plan(index, name, CALLABLE, CALLABLES[0], reason, flexible=False)
+    if said.kind == SHAPE:
+        return Plan(index, name, NUMBER, ELEMENTWISE, reason, flexible=False, a_shape=True)
+    if said.kind == OUT:
+        reason += ": a tensor like the first, written into"
+        return Plan(index, name, TENSOR, None, reason, False, requires_grad=False)
+    if said.kind == MASK:
+        return Plan(index, name, TENSOR, None, reason + ": a bool mask", False, False, mask=True)
+    shape = concrete_shape(said, symbols)
+    structure = said.structure
+    if structure in MATRIX_STRUCTURES:
+        if shape is not None and len(shape) < 2:
+            structure = None  # a vector cannot be a matrix: the shape the code wrote wins
+        elif shape is not None:
+            shape = (*shape[:-1], shape[-2])  # square, as the structure needs
+        else:
+            shape = SQUARE
+    if shape is None and structure is None:
+        return None
+    return Plan(index, name, TENSOR, None, reason, False, structure=structure, fixed=shape)
 
 
 def _written(target: Target, index: int) -> bool:

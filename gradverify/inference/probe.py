@@ -14,6 +14,18 @@ if TYPE_CHECKING:
     from gradverify.target.loaded import Target
 
 NOT_FINITE = "forward's output is not finite"
+NO_TENSOR = "forward returned no tensor"
+# The Python types of what inference passes, as a TypeError names them.
+GUESSED_KINDS = (
+    "Tensor",
+    "float",
+    "int",
+    "bool",
+    "list",
+    "tuple",
+    "str",
+    "builtin_function_or_method",
+)
 STAGES = ("forward", "backward", "done")  # how far a probe got
 RANDOM_SEEDS = (1, 2, 3)  # forward under each: other outputs mean it draws random numbers
 
@@ -28,6 +40,10 @@ class ProbeOutcome:
     wrong_shape: tuple[int, ...] = ()  # arguments whose gradient has another shape
     scale: float = 0.0  # the largest magnitude among forward's float outputs
     random: bool = False  # forward gave other outputs under other seeds (asked for only)
+    # The inputs break the Function's contract though forward ran: forward returned no
+    # tensor, or backward raised a TypeError (a tensor where a function belongs): a failed
+    # guess, never a finding.
+    misfit: bool = False
 
 
 def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -> ProbeOutcome:
@@ -54,6 +70,8 @@ def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -
             return ProbeOutcome("forward", _first_line(error))
         items = outputs if isinstance(outputs, tuple | list) else (outputs,)
         tensors = [o for o in items if isinstance(o, torch.Tensor)]
+        if not tensors:
+            return ProbeOutcome("forward", f"{NO_TENSOR} (got {type(outputs).__name__})")
         if any(o.is_floating_point() and not torch.isfinite(o).all() for o in tensors):
             return ProbeOutcome("forward", NOT_FINITE)
         floats = [o.detach() for o in tensors if o.is_floating_point() or o.is_complex()]
@@ -63,6 +81,9 @@ def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -
             return ProbeOutcome("done", scale=scale, random=random)
         try:
             gradients = _gradients(target, arguments, items)
+        except TypeError as error:
+            misfit = _misfit(error)
+            return ProbeOutcome("backward", f"backward raised {_first_line(error)}", misfit=misfit)
         except Exception as error:
             return ProbeOutcome("backward", _first_line(error))
     none, wrong = [], []
@@ -109,6 +130,13 @@ def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any])
 
     ones = [torch.ones_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
     return backward_return(target, outputs, arguments, ones)
+
+
+def _misfit(error: TypeError) -> bool:
+    """A TypeError about a kind gradverify guesses (`'Tensor' object is not callable`, a
+    float where a tuple belongs), not about a None of backward's own making."""
+    text = str(error)
+    return "NoneType" not in text and any(f"'{kind}'" in text for kind in GUESSED_KINDS)
 
 
 def _first_line(error: Exception) -> str:

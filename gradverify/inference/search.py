@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gradverify.inference.choice import NUMBER, TENSOR, Choice
-from gradverify.inference.plans import ELEMENTWISE, LISTED, NUMBERS, Plan
+from gradverify.inference.choice import CALLABLE, NUMBER, TENSOR, Choice
+from gradverify.inference.plans import CALLABLES, ELEMENTWISE, LISTED, NUMBERS, Plan
 from gradverify.inference.probe import NOT_FINITE, STAGES, ProbeOutcome, probe
 
 if TYPE_CHECKING:
@@ -33,14 +33,19 @@ class Search:
         """`choices`, or a neighbour of it, that forward and backward run on well; else None."""
         outcome = self._probe(choices)
         # Perhaps a parameter is a number (or a tensor) after all, or a 0-d tensor.
-        for repair in (_flipped(choices, plans), _zero_dimensional(choices, outcome)):
-            if outcome.stage == "done" or repair == choices:
+        repairs = (
+            _flipped(choices, plans),
+            _zero_dimensional(choices, outcome),
+            _other_callables(choices),
+        )
+        for repair in repairs:
+            if (outcome.stage == "done" and not outcome.misfit) or repair == choices:
                 continue
             tried = self._probe(repair)
-            if STAGES.index(tried.stage) > STAGES.index(outcome.stage):
+            if _progress(tried) > _progress(outcome):
                 choices, outcome = repair, tried
-        if outcome.stage == "forward":
-            return None
+        if outcome.stage == "forward" or outcome.misfit:
+            return None  # a misfit: the guess breaks the Function's contract, not a finding
         self.forward_ran = self.forward_ran or choices
         if outcome.wrong_shape:
             choices, outcome = self._reshape(choices, plans, outcome)
@@ -98,7 +103,7 @@ class Search:
     def _probe(self, choices: Sequence[Choice]) -> ProbeOutcome:
         self.probes += 1
         outcome = probe(self.target, choices)
-        if outcome.stage == "forward" and self.first_error is None:
+        if (outcome.stage == "forward" or outcome.misfit) and self.first_error is None:
             self.first_error = outcome.error
         self.not_finite = self.not_finite or outcome.error == NOT_FINITE
         return outcome
@@ -116,6 +121,22 @@ def _flipped(choices: list[Choice], plans: Sequence[Plan]) -> list[Choice]:
             shape = choices[0].shape if choices and choices[0].kind == TENSOR else ELEMENTWISE
             flipped.append(Choice(choice.name, TENSOR, shape, reason="forward rejects a number"))
     return flipped
+
+
+def _progress(outcome: ProbeOutcome) -> int:
+    """How far a probe got: a later stage, and at one stage no misfit, is further."""
+    return 2 * STAGES.index(outcome.stage) + (not outcome.misfit)
+
+
+def _other_callables(choices: list[Choice]) -> list[Choice]:
+    """The functions given to parameters that take one, as the next of CALLABLES (`func(t, y)`
+    takes two arguments where torch.sin takes one)."""
+    return [
+        replace(c, value=CALLABLES[(CALLABLES.index(c.value) + 1) % len(CALLABLES)])
+        if c.kind == CALLABLE and c.value in CALLABLES
+        else c
+        for c in choices
+    ]
 
 
 def _zero_dimensional(choices: list[Choice], outcome: ProbeOutcome) -> list[Choice]:

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from gradverify.inference.choice import (
+    CALLABLE,
     NUMBER,
     TENSOR,
     Choice,
@@ -71,6 +72,8 @@ def comment(choice: Choice) -> str:
         what = "a tensor"
     elif choice.kind == NUMBER:
         what = f"a {kind_of(choice.value)}"
+    elif choice.kind == CALLABLE:
+        what = "a function"
     else:
         return f"{choice.name}: {choice.reason}"
     return f"{choice.name}: {what}" + (f" ({choice.reason})" if choice.reason else "")

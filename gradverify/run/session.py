@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gradverify.catalogue import ENTRIES
+from gradverify.engine.contracts import contract_warnings
 from gradverify.engine.folding import once_per_function
 from gradverify.errors import GradverifyError, TargetError
 from gradverify.results import Report, Result
@@ -112,7 +113,7 @@ def _report(
         results.extend(case_results)
         all_notes.extend(f"{task.entry.spec.target} [{task.case}]: {note}" for note in case_notes)
     return Report(
-        results=tuple(once_per_function(results)),
+        results=tuple(once_per_function(contract_warnings(entries, results))),
         notes=tuple(all_notes),
         inferred=tuple(_inferred_cases(entries)),
     )

@@ -60,6 +60,12 @@ INTEGER_DTYPES = frozenset(
     }
 )
 DTYPE_NAMES = FLOATING_DTYPES | COMPLEX_DTYPES | INTEGER_DTYPES | {"bool"}
+# What a tensor's drawn values are made into (`structure:`); the first six need square
+# last two dims, `simplex` sums to 1 along the last dim, `positive` stays above 0.
+Structure = Literal[
+    "symmetric", "spd", "lower", "upper", "orthogonal", "invertible", "simplex", "positive"
+]
+MATRIX_STRUCTURES = frozenset({"symmetric", "spd", "lower", "upper", "orthogonal", "invertible"})
 
 
 class _Strict(BaseModel):
@@ -99,6 +105,7 @@ class TensorInput(_Strict):
     high: float = 1.0
     requires_grad: bool | None = None  # default: true for floating and complex dtypes
     device: str = "cpu"
+    structure: Structure | None = None  # drawn values made symmetric, SPD, triangular, ...
 
     @field_validator("dtype")
     @classmethod
@@ -127,7 +134,20 @@ class TensorInput(_Strict):
             raise ValueError(
                 f"requires_grad is only possible for floating or complex dtypes, not {self.dtype}"
             )
+        self._structure_fits()
         return self
+
+    def _structure_fits(self) -> None:
+        if self.structure is None:
+            return
+        if self.values is not None or not self.is_differentiable_dtype:
+            raise ValueError("`structure` shapes drawn floating values: give `shape`, not `values`")
+        dims = self.dims
+        if self.structure in MATRIX_STRUCTURES and (len(dims) < 2 or dims[-1] != dims[-2]):
+            raise ValueError(
+                f"structure {self.structure!r} needs square matrices (shape [..., n, n]), "
+                f"not {dims}"
+            )
 
     @property
     def is_differentiable_dtype(self) -> bool:
@@ -148,6 +168,18 @@ class LiteralInput(_Strict):
     value: Any
 
 
+class CallableInput(_Strict):
+    """A callable written as `{callable: module:attr}` (`torch:sin`), imported when the case
+    is built: for a Function that takes a function (`fn`, `func`, `callback`)."""
+
+    callable: str
+
+    @field_validator("callable")
+    @classmethod
+    def _import_form(cls, value: str) -> str:
+        return _import_path(value, "callable") or value
+
+
 DEVICE_KINDS = frozenset({"cpu", "cuda", "mps", "xpu", "meta"})
 
 
@@ -163,19 +195,24 @@ def _input_kind(raw: Any) -> str:
         return "tensor"
     if isinstance(raw, LiteralInput):
         return "literal"
+    if isinstance(raw, CallableInput):
+        return "callable"
     if isinstance(raw, dict):
         # `{value: ...}` is a literal; any other mapping is meant as a tensor, so that
         # a misspelt `shape` is reported against the tensor keys.
+        if set(raw) == {"callable"}:
+            return "callable"
         return "literal" if set(raw) == {"value"} else "tensor"
     return "plain"
 
 
 # Tags that pydantic inserts into error locations; they are not keys of the YAML.
-INPUT_TAGS = frozenset({"tensor", "literal", "plain"})
+INPUT_TAGS = frozenset({"tensor", "literal", "callable", "plain"})
 
 Input = Annotated[
     Annotated[TensorInput, Tag("tensor")]
     | Annotated[LiteralInput, Tag("literal")]
+    | Annotated[CallableInput, Tag("callable")]
     | Annotated[Any, Tag("plain")],
     Discriminator(_input_kind),
 ]

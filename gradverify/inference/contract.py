@@ -1,0 +1,378 @@
+"""What the code says of each parameter's kind, shape and structure, read without running
+it: conventional names (`fn`, `out`, `shape`, `mask`, `L`), annotations (jaxtyping's
+`Float[Tensor, "B N 9"]` parsed as a string, `Callable`), the docstrings of the Function
+and of forward (`points: (B, N, 9)`, `A (Tensor): symmetric positive definite`), forward's
+asserts (`assert x.shape[-1] == 9`, `x.dim() == 3`) and the ops forward applies to a
+parameter (`cholesky` asks for an SPD matrix, `eigh` a symmetric one).
+
+Importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gradverify.target.syntax import own_nodes, parsed_function
+
+if TYPE_CHECKING:
+    from gradverify.target.loaded import Target
+
+CALLABLE, SHAPE, OUT, MASK = "callable", "shape", "out", "mask"
+NAMED_KINDS = (
+    (re.compile(r"^(fn|func|function|callback|f|fun|closure|odefunc|func_\w+|\w+_fn|\w+_func)$"), CALLABLE),
+    (re.compile(r"^(shape|size|sizes|output_shape|out_shape|sample_shape)$"), SHAPE),
+    (re.compile(r"^out$"), OUT),
+    (re.compile(r"^(\w+_)?mask$", re.IGNORECASE), MASK),
+)  # fmt: skip
+# A Cholesky factor by its name: lower-triangular with a positive diagonal.
+TRIANGULAR_NAMES = re.compile(r"^(L|chol|cholesky|scale_tril|\w+_chol|chol_\w+|L_\w+)$")
+# Words of a docstring line about a parameter, and the structure each asks for.
+STRUCTURE_WORDS = (
+    (re.compile(r"positive[- ]definite|\bSPD\b|\bPD\b|covariance", re.I), "spd"),
+    (re.compile(r"lower[- ]triangular|cholesky factor", re.I), "lower"),
+    (re.compile(r"upper[- ]triangular", re.I), "upper"),
+    (re.compile(r"\bsymmetric\b|\bhermitian\b", re.I), "symmetric"),
+    (re.compile(r"orthogonal|orthonormal|rotation matri", re.I), "orthogonal"),
+    (re.compile(r"probabilit|simplex|sums? to (one|1)", re.I), "simplex"),
+    (re.compile(r"\b(strictly )?positive\b(?! definite)", re.I), "positive"),
+)
+# Ops forward may apply to a parameter, the argument position (as torch.* writes it) that
+# gets the structure, and the structure (None: read `upper=` for lower or upper).
+STRUCTURE_OPS: dict[str, tuple[int, str | None]] = {
+    "cholesky": (0, "spd"), "cholesky_ex": (0, "spd"), "eigh": (0, "symmetric"),
+    "eigvalsh": (0, "symmetric"), "solve_triangular": (0, None), "triangular_solve": (1, None),
+    "cholesky_solve": (1, "lower"), "cholesky_inverse": (0, "lower"), "inv": (0, "invertible"),
+    "inverse": (0, "invertible"), "solve": (0, "invertible"), "det": (0, "invertible"),
+    "slogdet": (0, "invertible"), "logdet": (0, "invertible"), "inv_ex": (0, "invertible"),
+}  # fmt: skip
+# `torch.triangular_solve` is upper by default, `torch.linalg.solve_triangular` says which.
+UPPER_BY_DEFAULT = frozenset({"triangular_solve"})
+# Sizes given to the named dims of a shape, in order of first appearance (distinct names
+# get distinct sizes, so that a backward mixing N and M up shows); a batch dim gets 2.
+SIZES = (3, 4, 5, 6, 7, 8)
+BATCH_NAMES = frozenset({"B", "b", "batch", "N_batch", "bs"})
+DIM_TOKEN = r"(?:\*?[A-Za-z_]\w{0,11}|\d+|\.\.\.)"
+SHAPE_TUPLE = re.compile(rf"[\(\[]\s*({DIM_TOKEN}(?:\s*[,×]\s*{DIM_TOKEN})+)\s*,?\s*[\)\]]")
+JAXTYPING = re.compile(r"\w+\[\s*[\w.]+\s*,\s*['\"]([^'\"]*)['\"]\s*\]")
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What the code says of one parameter; each part None where it says nothing."""
+
+    kind: str | None = None  # CALLABLE, SHAPE, OUT, MASK
+    dims: tuple[str, ...] | None = None  # symbolic shape: ("B", "N", "9")
+    rank: int | None = None
+    sizes: tuple[tuple[int, int], ...] = ()  # (dim, size) from asserts: ((-1, 9),)
+    structure: str | None = None
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(dict.fromkeys(self.reasons))
+
+    def merged(self, other: Contract) -> Contract:
+        """This, with what `other` adds where this says nothing."""
+        return Contract(
+            self.kind or other.kind,
+            self.dims or other.dims,
+            self.rank or other.rank,
+            self.sizes + tuple(s for s in other.sizes if s[0] not in dict(self.sizes)),
+            self.structure or other.structure,
+            self.reasons + other.reasons,
+        )
+
+
+def read_contract(target: Target) -> dict[str, Contract]:
+    """Each parameter's contract, as far as the code says; parameters it says nothing of
+    are left out."""
+    if target.op is not None or not target.is_function:
+        return {}
+    forward = getattr(target.obj, "forward", None)
+    parameters = [name for name in target.parameters if name not in target.defaults]
+    found: dict[str, Contract] = {}
+    for reader in (_by_name, _annotated, _documented, _asserted, _applied):
+        for name, contract in reader(target, forward, parameters).items():
+            found[name] = found[name].merged(contract) if name in found else contract
+    return found
+
+
+def concrete_shape(contract: Contract, symbols: dict[str, int]) -> tuple[int, ...] | None:
+    """A shape that keeps `contract`, named dims sized from `symbols` (filled in as met)."""
+    if contract.dims is not None:
+        shape = [_size(dim, symbols) for dim in contract.dims if not _variadic(dim)]
+    elif contract.rank is not None or contract.sizes:
+        rank = contract.rank or max(2, *(d + 1 if d >= 0 else -d for d, _ in contract.sizes))
+        shape = [2, *SIZES[: rank - 1]][:rank] if rank > 1 else [SIZES[0]]
+    else:
+        return None
+    for dim, size in contract.sizes:
+        if -len(shape) <= dim < len(shape):
+            shape[dim] = size
+    return tuple(shape)
+
+
+def _size(dim: str, symbols: dict[str, int]) -> int:
+    name = dim.lstrip("#").lstrip("_") or dim
+    if name.isdigit():
+        return int(name)
+    if name in BATCH_NAMES:
+        return 2
+    if name not in symbols:
+        used = set(symbols.values())
+        symbols[name] = next((size for size in SIZES if size not in used), SIZES[-1])
+    return symbols[name]
+
+
+def _variadic(dim: str) -> bool:
+    return dim.startswith("*") or dim == "..."
+
+
+def _by_name(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
+    found = {}
+    for name in parameters:
+        kind = next((kind for pattern, kind in NAMED_KINDS if pattern.match(name)), None)
+        if kind is not None:
+            found[name] = Contract(kind=kind, reasons=(f"named {name}",))
+        elif TRIANGULAR_NAMES.match(name):
+            found[name] = Contract(structure="lower", reasons=(f"named {name}: a Cholesky factor",))
+    return found
+
+
+def _annotated(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
+    try:
+        signature = inspect.signature(forward)
+    except (TypeError, ValueError):
+        return {}
+    found = {}
+    for name in parameters:
+        parameter = signature.parameters.get(name)
+        if parameter is None or parameter.annotation is parameter.empty:
+            continue
+        text = (
+            parameter.annotation
+            if isinstance(parameter.annotation, str)
+            else str(parameter.annotation)
+        )
+        shaped = JAXTYPING.search(text)
+        if shaped:
+            dims = tuple(shaped.group(1).split())
+            found[name] = Contract(dims=dims, reasons=(f"annotated {shaped.group(0)}",))
+        elif re.search(r"\bCallable\b", text):
+            found[name] = Contract(kind=CALLABLE, reasons=("annotated Callable",))
+    return found
+
+
+def _documented(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
+    """A docstring line that starts with a parameter (`x: ...`, `x (Tensor): ...`,
+    `:param x: ...`): a shape written in it, `(B, N, 9)`, and the structure its words ask for."""
+    text = "\n".join(inspect.cleandoc(doc) for doc in _docstrings(target.obj, forward))
+    found: dict[str, Contract] = {}
+    for line in text.splitlines():
+        for name in parameters:
+            if not re.match(rf"\s*(?::param\s+(?:\w+\s+)?)?{re.escape(name)}\b\s*[:(\[]", line):
+                continue
+            shaped = SHAPE_TUPLE.search(line)
+            dims = tuple(re.split(r"\s*[,×]\s*", shaped.group(1))) if shaped else None
+            structure = next((s for pattern, s in STRUCTURE_WORDS if pattern.search(line)), None)
+            if dims is not None or structure is not None:
+                said = Contract(
+                    dims=dims, structure=structure, reasons=(f"docstring: {line.strip()}",)
+                )
+                found[name] = found[name].merged(said) if name in found else said
+    return found
+
+
+def _docstrings(function_class: Any, forward: Any) -> list[str]:
+    """The docstrings of forward and of the Function's own classes (a buggy twin's parent's
+    too), never torch's."""
+    classes = inspect.getmro(function_class) if isinstance(function_class, type) else ()
+    owners = [vars(c).get("__doc__") for c in classes if not c.__module__.startswith("torch")]
+    owners.append(getattr(forward, "__doc__", None))
+    return [doc for doc in owners if isinstance(doc, str)]
+
+
+def _asserted(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
+    """`assert x.shape[-1] == 9`, `x.dim() == 3`, `x.ndim == 3`, `x.size(1) == 3`, and the
+    same in `if x.shape[-1] != 9: raise ...`."""
+    node = parsed_function(forward)
+    if node is None:
+        return {}
+    found: dict[str, Contract] = {}
+    for test in _required(node):
+        for name, contract in _shape_facts(test, set(parameters)):
+            found[name] = found[name].merged(contract) if name in found else contract
+    return found
+
+
+def _required(function: ast.AST) -> list[ast.Compare]:
+    """The comparisons forward requires: asserted, or negated by an `if ...: raise`."""
+    required = []
+    for child in own_nodes(function):  # type: ignore[arg-type]
+        if isinstance(child, ast.Assert):
+            required += _comparisons(child.test, ast.Eq)
+        elif isinstance(child, ast.If) and any(isinstance(s, ast.Raise) for s in child.body):
+            required += _comparisons(child.test, ast.NotEq)
+    return required
+
+
+def _comparisons(test: ast.AST, operator: type) -> list[ast.Compare]:
+    parts = test.values if isinstance(test, ast.BoolOp) else [test]
+    return [
+        part
+        for part in parts
+        if isinstance(part, ast.Compare)
+        and len(part.ops) == 1
+        and isinstance(part.ops[0], operator)
+    ]
+
+
+def _shape_facts(compare: ast.Compare, names: set[str]) -> list[tuple[str, Contract]]:
+    sides = [compare.left, compare.comparators[0]]
+    facts = []
+    for read, other in (sides, sides[::-1]):
+        value = other.value if isinstance(other, ast.Constant) else None
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        name, dim = _shape_read(read, names)
+        reason = f"forward requires {ast.unparse(compare)}"
+        if name is not None and dim is None:
+            facts.append((name, Contract(rank=value, reasons=(reason,))))
+        elif name is not None and dim is not None:
+            facts.append((name, Contract(sizes=((dim, value),), reasons=(reason,))))
+    return facts
+
+
+def _shape_read(node: ast.AST, names: set[str]) -> tuple[str | None, int | None]:
+    """(parameter, dim) for `x.shape[dim]` or `x.size(dim)`; (parameter, None) for its rank."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+        owner = node.value.value
+        if (
+            node.value.attr == "shape"
+            and _is(owner, names)
+            and isinstance(node.slice, ast.Constant | ast.UnaryOp)
+        ):
+            dim = ast.literal_eval(node.slice)
+            return (owner.id, dim) if isinstance(dim, int) else (None, None)  # type: ignore[attr-defined]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        owner = node.func.value
+        if node.func.attr in ("dim", "ndimension") and _is(owner, names):
+            return owner.id, None  # type: ignore[attr-defined]
+        if node.func.attr == "size" and _is(owner, names) and len(node.args) == 1:
+            dim = (
+                ast.literal_eval(node.args[0])
+                if isinstance(node.args[0], ast.Constant | ast.UnaryOp)
+                else None
+            )
+            return (owner.id, dim) if isinstance(dim, int) else (None, None)  # type: ignore[attr-defined]
+    if isinstance(node, ast.Attribute) and node.attr == "ndim" and _is(node.value, names):
+        return node.value.id, None  # type: ignore[attr-defined]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        inner = node.args[0] if node.args else None
+        if isinstance(inner, ast.Attribute) and inner.attr == "shape" and _is(inner.value, names):
+            return inner.value.id, None  # type: ignore[attr-defined]
+    return None, None
+
+
+def _is(node: ast.AST, names: set[str]) -> bool:
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _applied(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
+    """The structure the ops forward applies ask of the parameters they are applied to,
+    directly or through an assignment (`S = A + A.mT; torch.linalg.cholesky(S)`)."""
+    node = parsed_function(forward)
+    if node is None:
+        return {}
+    names = set(parameters)
+    sources = _assigned_from(node)
+    found: dict[str, Contract] = {}
+    for child in own_nodes(node):
+        if not isinstance(child, ast.Call) or _called(child) not in STRUCTURE_OPS:
+            continue
+        op = _called(child)
+        position, structure = STRUCTURE_OPS[op]
+        operand = _operand(child, position)
+        if operand is None:
+            continue
+        structure = structure or _triangle(child, op)
+        for name in sorted(_reaching(operand, sources) & names):
+            said = Contract(structure=structure, reasons=(f"forward applies {op} to it",))
+            found.setdefault(name, said)
+    return found
+
+
+def _operand(call: ast.Call, position: int) -> ast.AST | None:
+    """The argument at `position` as torch.* writes it; as a method (`A.cholesky()`), the
+    receiver is the first."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and not _is_module(func.value):
+        if position == 0:
+            return func.value
+        position -= 1
+    return call.args[position] if position < len(call.args) else None
+
+
+def _triangle(call: ast.Call, op: str) -> str:
+    upper = op in UPPER_BY_DEFAULT
+    for keyword in call.keywords:
+        if keyword.arg == "upper" and isinstance(keyword.value, ast.Constant):
+            upper = bool(keyword.value.value)
+    return "upper" if upper else "lower"
+
+
+def _assigned_from(function: ast.AST) -> dict[str, set[str]]:
+    """For each local name assigned once from an expression, the names that expression reads."""
+    sources: dict[str, set[str]] = {}
+    for child in own_nodes(function):  # type: ignore[arg-type]
+        if (
+            isinstance(child, ast.Assign)
+            and len(child.targets) == 1
+            and isinstance(child.targets[0], ast.Name)
+            and _keeps_structure(child.value)
+        ):
+            read = {inner.id for inner in ast.walk(child.value) if isinstance(inner, ast.Name)}
+            sources.setdefault(child.targets[0].id, set()).update(read)
+    return sources
+
+
+def _keeps_structure(value: ast.AST) -> bool:
+    """An assignment that passes its operands' structure on: not through an op of
+    STRUCTURE_OPS (`factor = cholesky(S)` asks S, not `factor`, to be SPD)."""
+    calls = (inner for inner in ast.walk(value) if isinstance(inner, ast.Call))
+    return not any(_called(call) in STRUCTURE_OPS for call in calls)
+
+
+def _reaching(operand: ast.AST, sources: dict[str, set[str]]) -> set[str]:
+    """The names `operand` reads, and the names those were assigned from (three steps)."""
+    reached = {inner.id for inner in ast.walk(operand) if isinstance(inner, ast.Name)}
+    for _ in range(3):
+        reached |= {name for local in list(reached) for name in sources.get(local, ())}
+    return reached
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
+
+
+def _is_module(node: ast.AST) -> bool:
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in ("torch", "linalg", "F", "np")
+
+
+def with_structure(contract: Contract, structure: str, reason: str) -> Contract:
+    """`contract` asking for `structure` (a call site or a trial run learned it)."""
+    return replace(contract, structure=structure, reasons=(*contract.reasons, reason))

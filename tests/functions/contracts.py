@@ -1,0 +1,216 @@
+"""Functions whose code says what their inputs must be (a callable, an SPD matrix, a
+(B, N, 9) tensor, a batch of square matrices, a symmetric matrix), each correct twin with a
+buggy one: zero-config must learn the contract from the code, pass the correct twin and
+fail the buggy one (tests/inference/test_contract.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.autograd import Function
+from torch.autograd.function import once_differentiable
+
+
+class ApplyFn(Function):
+    """y = fn(x): the gradient through the function given, by autograd inside backward."""
+
+    @staticmethod
+    def forward(ctx: Any, fn: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.fn = fn
+        ctx.save_for_backward(x)
+        return fn(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():  # a graph of the gradient too, for second order
+            leaf = x if x.requires_grad else x.detach().requires_grad_()
+            (gradient,) = torch.autograd.grad(ctx.fn(leaf), leaf, grad, create_graph=True)
+        return None, gradient
+
+
+class ApplyFnForgotChain(ApplyFn):
+    """backward passes grad_output through, as if fn were the identity."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        return None, grad
+
+
+class ScaledDynamics(Function):
+    """y = 2 y0; backward also calls `dynamics` (a tensor there raises TypeError: a guess
+    outside the contract, never a finding), though forward never does."""
+
+    @staticmethod
+    def forward(ctx: Any, dynamics: Any, y0: torch.Tensor) -> torch.Tensor:
+        ctx.dynamics = dynamics
+        ctx.save_for_backward(y0)
+        return 2 * y0
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (y0,) = ctx.saved_tensors
+        ctx.dynamics(y0)  # a solver would integrate it; the answer does not depend on it
+        return None, 2 * grad
+
+
+class SPDSolve(Function):
+    """x = A⁻¹ b for a symmetric positive definite A, through its Cholesky factor (forward
+    uses the symmetric part of A, so that its gradient is defined for every A)."""
+
+    @staticmethod
+    def forward(ctx: Any, A: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        symmetric = (A + A.mT) / 2
+        factor = torch.linalg.cholesky(symmetric)
+        x = torch.cholesky_solve(b.unsqueeze(-1), factor).squeeze(-1)
+        ctx.save_for_backward(factor, x)
+        return x
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        factor, x = ctx.saved_tensors
+        u = torch.cholesky_solve(grad.unsqueeze(-1), factor).squeeze(-1)
+        outer = -u.unsqueeze(-1) * x.unsqueeze(-2)
+        return (outer + outer.mT) / 2, u
+
+
+class SPDSolveWrongSign(SPDSolve):
+    """A's gradient with the sign of d(A⁻¹) = -A⁻¹ dA A⁻¹ forgotten."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        factor, x = ctx.saved_tensors
+        u = torch.cholesky_solve(grad.unsqueeze(-1), factor).squeeze(-1)
+        outer = u.unsqueeze(-1) * x.unsqueeze(-2)
+        return (outer + outer.mT) / 2, u
+
+
+def _gram_backward(ctx: Any, grad: torch.Tensor, forgot_transpose: bool) -> torch.Tensor:
+    (m,) = ctx.saved_tensors
+    g = grad.reshape(*grad.shape[:-1], 3, 3)
+    dm = g @ m if forgot_transpose else (g + g.mT) @ m
+    return dm.reshape(*dm.shape[:-2], 9)
+
+
+class FlatGram(Function):
+    """m m^T of each flattened 3x3 matrix.
+
+    Args:
+        x: (B, N, 9) row-major 3x3 matrices.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        m = x.reshape(*x.shape[:-1], 3, 3)
+        ctx.save_for_backward(m)
+        return (m @ m.mT).reshape(x.shape)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return _gram_backward(ctx, grad, forgot_transpose=False)
+
+
+class FlatGramForgotTranspose(FlatGram):
+    """backward forgets the m^T term: g m where (g + g^T) m belongs."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return _gram_backward(ctx, grad, forgot_transpose=True)
+
+
+class AssertedFlatGram(Function):
+    """FlatGram whose shape is told by an assert, not a docstring."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        assert x.dim() == 3 and x.shape[-1] == 9
+        m = x.reshape(*x.shape[:-1], 3, 3)
+        ctx.save_for_backward(m)
+        return (m @ m.mT).reshape(x.shape)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return _gram_backward(ctx, grad, forgot_transpose=False)
+
+
+class AssertedFlatGramForgotTranspose(AssertedFlatGram):
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return _gram_backward(ctx, grad, forgot_transpose=True)
+
+
+class BatchTraceOfSquare(Function):
+    """trace(m m) of each matrix of a batch (B, n, n); nothing but einsum says so."""
+
+    @staticmethod
+    def forward(ctx: Any, m: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(m)
+        return torch.einsum("bij,bji->b", m, m)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (m,) = ctx.saved_tensors
+        return 2 * grad[:, None, None] * m.mT
+
+
+class BatchTraceOfSquareForgotTranspose(BatchTraceOfSquare):
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (m,) = ctx.saved_tensors
+        return 2 * grad[:, None, None] * m
+
+
+class SymmetricQuadForm(Function):
+    """y = xᵀ A x.
+
+    Args:
+        A: a symmetric (n, n) matrix.
+        x: (n,) vector.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, A: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(A, x)
+        return x @ A @ x
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        A, x = ctx.saved_tensors
+        # 2 A x is (A + Aᵀ) x for the symmetric A the docstring asks for
+        return grad * torch.outer(x, x), grad * 2 * (A @ x)
+
+
+class SymmetricQuadFormForgotTwo(SymmetricQuadForm):
+    """x's gradient A x, where 2 A x belongs: wrong on symmetric inputs too."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        A, x = ctx.saved_tensors
+        return grad * torch.outer(x, x), grad * (A @ x)
+
+
+class ScaleInto(Function):
+    """3 x, computed into a fresh buffer shaped as `out`: a template, not a value."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        result = torch.empty_like(out)
+        result.copy_(3 * x)  # x must have out's shape
+        return result
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return 3 * grad, None

@@ -1,0 +1,100 @@
+"""Zero-config learns a Function's contract from its code (tests/functions/contracts.py):
+a correct twin passes, a buggy twin fails, and a guess outside the contract is never a
+finding."""
+
+from __future__ import annotations
+
+import pytest
+
+from gradverify.inference.choice import CALLABLE, TENSOR
+from gradverify.inference.from_signature import infer
+from gradverify.inference.zeroconfig import InferenceError, infer_entry
+from gradverify.results import Report, Status
+from gradverify.run import session
+from gradverify.run.session import RunOptions
+from gradverify.target.loading import load_target
+
+FUNCTIONS = "tests.functions.contracts"
+
+
+def zero_config(name: str) -> Report:
+    entry, note = infer_entry(load_target(f"{FUNCTIONS}:{name}"))
+    return session.run([entry], RunOptions(isolation=False, cache=False), [note])
+
+
+def failed(report: Report) -> set[str]:
+    return {result.check for result in report.results if result.status is Status.FAIL}
+
+
+def chosen(name: str) -> dict[str, object]:
+    inference = infer(load_target(f"{FUNCTIONS}:{name}"))
+    return {choice.name: choice for choice in inference.choices}
+
+
+@pytest.mark.parametrize(
+    ("correct", "buggy"),
+    [
+        ("ApplyFn", "ApplyFnForgotChain"),
+        ("SPDSolve", "SPDSolveWrongSign"),
+        ("FlatGram", "FlatGramForgotTranspose"),
+        ("AssertedFlatGram", "AssertedFlatGramForgotTranspose"),
+        ("BatchTraceOfSquare", "BatchTraceOfSquareForgotTranspose"),
+        ("SymmetricQuadForm", "SymmetricQuadFormForgotTwo"),
+    ],
+)
+def test_the_correct_twin_passes_and_the_buggy_twin_fails(correct: str, buggy: str) -> None:
+    passing = zero_config(correct)
+    failing = zero_config(buggy)
+
+    assert failed(passing) == set()
+    assert any(r.status is Status.PASS and r.check == "finite_difference" for r in passing.results)
+    assert failed(failing) & {"backward", "finite_difference", "gradcheck"}
+
+
+def test_a_parameter_named_fn_gets_a_function() -> None:
+    fn = chosen("ApplyFn")["fn"]
+
+    assert (fn.kind, fn.value, fn.item) == (CALLABLE, "torch:sin", {"callable": "torch:sin"})  # type: ignore[attr-defined]
+
+
+def test_cholesky_in_forward_asks_for_an_spd_matrix() -> None:
+    matrix = chosen("SPDSolve")["A"]
+
+    assert (matrix.shape, matrix.structure) == ((3, 3), "spd")  # type: ignore[attr-defined]
+    assert "cholesky" in matrix.reason  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["FlatGram", "AssertedFlatGram"])
+def test_a_docstring_or_an_assert_gives_the_shape(name: str) -> None:
+    assert chosen(name)["x"].shape == (2, 3, 9)  # type: ignore[attr-defined]
+
+
+def test_a_batch_of_square_matrices_is_tried() -> None:
+    assert chosen("BatchTraceOfSquare")["m"].shape == (2, 3, 3)  # type: ignore[attr-defined]
+
+
+def test_a_tensor_where_backward_calls_a_function_is_a_failed_guess_not_a_finding() -> None:
+    # forward never calls `dynamics`, backward does: a tensor there raises TypeError in
+    # backward, which is the guess's fault; nothing else fits, so no inputs and the reason.
+    with pytest.raises(InferenceError) as stopped:
+        infer_entry(load_target(f"{FUNCTIONS}:ScaledDynamics"))
+
+    assert "'Tensor' object is not callable" in stopped.value.reason
+    assert "contract" in stopped.value.reason
+
+
+def test_out_is_a_tensor_written_into_not_differentiated() -> None:
+    out = chosen("ScaleInto")["out"]
+
+    assert (out.kind, out.requires_grad) == (TENSOR, False)  # type: ignore[attr-defined]
+    assert failed(zero_config("ScaleInto")) == set()
+
+
+def test_a_failure_only_without_the_asked_structure_is_a_warning_naming_it() -> None:
+    report = zero_config("SymmetricQuadForm")
+
+    warned = [r for r in report.results if r.status is Status.WARN and "symmetric" in r.message]
+    assert warned, [r.message for r in report.results if r.status is not Status.PASS]
+    assert all("without symmetric" in r.case for r in warned)
+    assert "passes on symmetric inputs" in warned[0].message
+    assert "structure: symmetric" in warned[0].message
