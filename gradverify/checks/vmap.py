@@ -16,6 +16,7 @@ import torch
 
 from gradverify.checks.shared.case import CaseContext, crash_result, dtype_name, promotion_notes
 from gradverify.checks.shared.overrides import defines_vmap
+from gradverify.checks.shared.own_precision import needs_float64
 from gradverify.inputs import build_inputs, differentiable_indices, fresh_copies
 from gradverify.numerics import seeded
 from gradverify.numerics.compare import Comparison, compare, wide_dtype
@@ -48,6 +49,9 @@ class VmapCheck:
             return [context.result(self.id, Status.SKIP, reason, applies=False)]
         if not any(isinstance(a, torch.Tensor) for a in context.arguments):
             return [context.result(self.id, Status.SKIP, "no tensor argument to batch")]
+        kernel = needs_float64(context, self.id)  # its draws are float64
+        if kernel is not None:
+            return [kernel]
         slices, notes = _draws(context)
         try:
             looped = [call_forward(context.target.call, arguments) for arguments in slices]

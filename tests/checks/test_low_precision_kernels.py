@@ -42,7 +42,7 @@ def test_the_float64_only_checks_do_not_apply_and_say_float32(float32_only, only
     result = only(float32_only, check=check)
     assert result.status.value == "skip" and result.applies is False
     assert "needs float64" in result.message
-    assert "`finite_difference` checks it in float32" in result.message
+    assert "`finite_difference` checks backward in float32" in result.message
 
 
 def test_a_float32_only_twin_with_a_dropped_term_fails_naming_the_argument(run_spec, find):
@@ -203,3 +203,12 @@ def test_an_unreduced_gradient_of_a_kernel_is_not_called_wrong_by_float64_differ
     assert "does not match central differences" not in warning.message
     assert "`finite_difference` checks the gradient it delivers" in warning.message
     assert only(report, check="finite_difference", input_index=1).status.value == "pass"
+
+
+def test_a_transformable_float32_kernel_passes_with_the_default_checks(run_spec, only):
+    report = run_spec(spec("TanhFloat32Transformable", "{shape: [6], dtype: float32}"))
+    assert [r for r in report.results if r.status.value in ("fail", "warn")] == []
+    assert only(report, check="finite_difference").status.value == "pass"
+    for check in ("jvp", "vmap", "func"):  # compared with float64 differences or draws
+        skipped = only(report, check=check)
+        assert skipped.applies is False and skipped.message.startswith("needs float64")

@@ -212,3 +212,30 @@ class ReciprocalFloat32NaNAtZero(torch.autograd.Function):
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
         (x,) = ctx.saved_tensors
         return -grad_output / (x * x) * (x - x) / (x - x)
+
+
+class TanhFloat32Transformable(torch.autograd.Function):
+    """tanh(x), float32 only, in the setup_context style with a generated vmap rule and a
+    jvp, so that torch.func can transform it: correct."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        _float32_only(x)
+        return torch.tanh(x)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return grad_output * (1 - y * y)
+
+    @staticmethod
+    def jvp(ctx: Any, x_tangent: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return x_tangent * (1 - y * y)

@@ -32,6 +32,7 @@ from gradverify.checks.func.transforms import GRAD, JACFWD, JACREV, VJP, crash_h
 from gradverify.checks.shared.case import CaseContext, crash_result, promotion_notes
 from gradverify.checks.shared.modes import resolve_mode
 from gradverify.checks.shared.overrides import defines_jvp, defines_vmap
+from gradverify.checks.shared.own_precision import needs_float64
 from gradverify.checks.shared.real_case import realify
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics.jacobian import forward_selection
@@ -109,6 +110,9 @@ class FuncCheck:
         wrt = differentiable_indices(context.arguments)
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]
+        kernel = needs_float64(context, self.id)  # compared with float64 differences
+        if kernel is not None:
+            return [kernel]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
         mode, mode_reason = resolve_mode(context, arguments)

@@ -21,6 +21,7 @@ import torch.autograd.forward_ad as forward_ad
 from gradverify.checks.jvp.crash import jvp_crash
 from gradverify.checks.shared.case import CaseContext, dtype_name, promotion_notes
 from gradverify.checks.shared.overrides import defines_jvp
+from gradverify.checks.shared.own_precision import needs_float64
 from gradverify.inputs import differentiable_indices, fresh_copies
 from gradverify.numerics import seeded
 from gradverify.numerics.compare import compare
@@ -60,6 +61,9 @@ class JvpCheck:
         wrt = differentiable_indices(context.arguments)
         if not wrt:
             return [context.result(self.id, Status.SKIP, "no argument requires grad")]
+        kernel = needs_float64(context, self.id)  # compared with float64 differences
+        if kernel is not None:
+            return [kernel]
         arguments = fresh_copies(context.arguments, torch.float64)
         notes = promotion_notes(context, context.arguments)
         try:

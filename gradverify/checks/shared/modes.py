@@ -26,13 +26,8 @@ from typing import Any, Literal
 
 import torch
 
-from gradverify.checks.shared.case import (
-    CaseContext,
-    dtype_name,
-    no_gradient_to_check,
-    promotion_notes,
-)
-from gradverify.checks.shared.own_precision import own_precision
+from gradverify.checks.shared.case import CaseContext, no_gradient_to_check, promotion_notes
+from gradverify.checks.shared.own_precision import needs_float64
 from gradverify.checks.shared.real_case import realify
 from gradverify.checks.shared.torch_gradcheck import second_order
 from gradverify.inputs import differentiable_indices, fresh_copies
@@ -374,18 +369,8 @@ def nothing_to_check(context: CaseContext, check: str) -> Result | None:
     if context.spec.gradient in MODE_SKIPS:
         skip = MODE_SKIPS[context.spec.gradient]  # declared by the spec's `gradient:`
         return context.result(check, Status.SKIP, skip, applies=False)
-    plan = own_precision(context) if context.spec.gradient == "exact" else None
-    if plan is not None:
-        # torch's checkers need float64: a kernel's own precision is finite_difference's.
-        instead = (
-            f"`finite_difference` checks it in {dtype_name(plan.working)}"
-            if plan.working is not None
-            else "`reference` can check it in its own precision"
-        )
-        return context.result(
-            check, Status.SKIP, f"needs float64, and {plan.evidence}: {instead}", applies=False
-        )
-    return None
+    # torch's checkers need float64: a kernel's own precision is finite_difference's.
+    return needs_float64(context, check)
 
 
 def float64_case(context: CaseContext) -> tuple[tuple[Any, ...], tuple[str, ...], bool]:

@@ -25,6 +25,7 @@ import torch
 
 from gradverify.checks.shared.case import CaseContext, dtype_name
 from gradverify.inputs import fresh_copies
+from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward, first_line
 
 LOW = (torch.float32, torch.float16, torch.bfloat16)
@@ -60,6 +61,23 @@ def own_precision(context: CaseContext) -> OwnPrecision | None:
     plan = memo.own_precision
     assert plan is None or isinstance(plan, OwnPrecision)
     return plan
+
+
+def needs_float64(context: CaseContext, check: str, instead: str = "") -> Result | None:
+    """The skip of a check that needs float64 on a case checked in its own precision (not
+    applicable, with the evidence), else None. `instead`: what checks it then."""
+    plan = own_precision(context) if context.spec.gradient == "exact" else None
+    if plan is None:
+        return None
+    if not instead:
+        working = dtype_name(plan.working) if plan.working is not None else ""
+        instead = (
+            f"`finite_difference` checks backward in {working}"
+            if working
+            else "`reference` can check it in its own precision"
+        )
+    message = f"needs float64, and {plan.evidence}: {instead}"
+    return context.result(check, Status.SKIP, message, applies=False)
 
 
 def declared_low_dtype(arguments: tuple[Any, ...]) -> torch.dtype | None:
