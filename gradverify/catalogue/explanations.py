@@ -92,8 +92,8 @@ float64 (a Triton or CUDA launcher), or computes in float32 whatever it is given
 in float32 instead: directional derivatives vᵀJu by central differences against backward's
 projections, at the step whose error bound, measured by step halving and from float32
 rounding of the values, is smallest. It fails only at 10× that bound, names the argument,
-and the element and the pattern (sign, region, factor) where it can. gradcheck and
-gradgradcheck need float64 and do not apply there. A forward that runs only in float16 or
+and the element and the pattern (sign, region, factor) where it can. gradcheck,
+gradgradcheck, jvp, vmap and func need float64 and do not apply there. A forward that runs only in float16 or
 bfloat16 is checked by `reference:` alone (the result says which lines to add).
 
 Common failures and fixes:
