@@ -35,7 +35,9 @@ class BoxSDF(torch.autograd.Function):
         positive = q.clamp(min=0)
         beyond = positive / positive.norm(dim=-1, keepdim=True).clamp(min=1e-12)
         grad_q = torch.where(largest < 0, inside, beyond) * grad[..., None]
-        return (grad_q * p.sign()).sum_to_size(p.shape), (-grad_q).sum_to_size(half_extents.shape)
+        grad_p = (grad_q * p.sign()).sum_to_size(p.shape) if ctx.needs_input_grad[0] else None
+        grad_h = (-grad_q).sum_to_size(half_extents.shape) if ctx.needs_input_grad[1] else None
+        return grad_p, grad_h
 
 
 class BoxSDFInsideSign(BoxSDF):
@@ -61,16 +63,17 @@ class ExpScale(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, alpha: Any = 0.5) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        ctx.alpha = alpha
+        tensors = [x, alpha] if isinstance(alpha, torch.Tensor) else [x]
+        ctx.save_for_backward(*tensors)
+        ctx.alpha = None if isinstance(alpha, torch.Tensor) else alpha
         return x * torch.exp(alpha * x)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, Any]:
-        (x,) = ctx.saved_tensors
-        alpha = ctx.alpha
-        grad_x = grad * torch.exp(alpha * x) * (1 + alpha * x)
-        if not isinstance(alpha, torch.Tensor):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, Any]:
+        x, *tensor_alpha = ctx.saved_tensors
+        alpha = tensor_alpha[0] if tensor_alpha else ctx.alpha
+        grad_x = grad * torch.exp(alpha * x) * (1 + alpha * x) if ctx.needs_input_grad[0] else None
+        if not tensor_alpha or not ctx.needs_input_grad[1]:
             return grad_x, None
         grad_alpha = (grad * x * x * torch.exp(alpha * x)).sum().reshape(alpha.shape)
         return grad_x, grad_alpha
@@ -80,11 +83,11 @@ class ExpScaleAlphaGrad(ExpScale):
     """ExpScale whose gradient for a tensor alpha forgets a factor x: right for a number alpha."""
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, Any]:
-        (x,) = ctx.saved_tensors
-        alpha = ctx.alpha
-        grad_x = grad * torch.exp(alpha * x) * (1 + alpha * x)
-        if not isinstance(alpha, torch.Tensor):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, Any]:
+        x, *tensor_alpha = ctx.saved_tensors
+        alpha = tensor_alpha[0] if tensor_alpha else ctx.alpha
+        grad_x = grad * torch.exp(alpha * x) * (1 + alpha * x) if ctx.needs_input_grad[0] else None
+        if not tensor_alpha or not ctx.needs_input_grad[1]:
             return grad_x, None
         grad_alpha = (grad * x * torch.exp(alpha * x)).sum().reshape(alpha.shape)
         return grad_x, grad_alpha
@@ -102,6 +105,8 @@ class MulSameKind(torch.autograd.Function):
         return x * y
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, Any]:
         x, y = ctx.saved_tensors
-        return grad * y, grad * x
+        grad_x = (grad * y).sum_to_size(x.shape) if ctx.needs_input_grad[0] else None
+        grad_y = (grad * x).sum_to_size(y.shape) if ctx.needs_input_grad[1] else None
+        return grad_x, grad_y

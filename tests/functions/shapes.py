@@ -34,21 +34,26 @@ class BilinearLookup(torch.autograd.Function):
         return (1 - dy) * ((1 - dx) * a + dx * b) + dy * ((1 - dx) * c + dx * d)
 
     @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, Any]:
         grid, xy = ctx.saved_tensors
         height, width = grid.shape[0], grid.shape[1]
         left, top, dx, dy = _corners(grid, xy[:, 0], xy[:, 1])
         a, b = grid[top, left], grid[top, left + 1]
         c, d = grid[top + 1, left], grid[top + 1, left + 1]
-        flat = grid.new_zeros((height * width, grid.shape[2]))
         wx, wy = dx[:, None], dy[:, None]
-        for row, column, weight in (
-            (top, left, (1 - wy) * (1 - wx)),
-            (top, left + 1, (1 - wy) * wx),
-            (top + 1, left, wy * (1 - wx)),
-            (top + 1, left + 1, wy * wx),
-        ):
-            flat.index_add_(0, row * width + column, weight * g)
+        grad_grid = grad_xy = None
+        if ctx.needs_input_grad[0]:
+            flat = grid.new_zeros((height * width, grid.shape[2]))
+            for row, column, weight in (
+                (top, left, (1 - wy) * (1 - wx)),
+                (top, left + 1, (1 - wy) * wx),
+                (top + 1, left, wy * (1 - wx)),
+                (top + 1, left + 1, wy * wx),
+            ):
+                flat.index_add_(0, row * width + column, weight * g)
+            grad_grid = flat.reshape(grid.shape)
+        if not ctx.needs_input_grad[1]:
+            return grad_grid, None
         inside_x = ((xy[:, 0] > -1) & (xy[:, 0] < 1)).to(g.dtype)
         inside_y = ((xy[:, 1] > -1) & (xy[:, 1] < 1)).to(g.dtype)
         d_dx = ((1 - wy) * (b - a) + wy * (d - c)) * g
@@ -60,17 +65,19 @@ class BilinearLookup(torch.autograd.Function):
             ],
             dim=-1,
         )
-        return flat.reshape(grid.shape), grad_xy
+        return grad_grid, grad_xy
 
 
 class BilinearLookupSwapsAxes(BilinearLookup):
     """BilinearLookup whose backward scales each coordinate's gradient by the other axis's size."""
 
     @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, Any]:
         grad_grid, grad_xy = BilinearLookup.backward(ctx, g)
         grid, _ = ctx.saved_tensors
         height, width = grid.shape[0], grid.shape[1]
+        if grad_xy is None:
+            return grad_grid, None
         swapped = grad_xy * grad_xy.new_tensor(
             [(height - 1) / (width - 1), (width - 1) / (height - 1)]
         )
@@ -87,10 +94,10 @@ class MeanSquaredDistance(torch.autograd.Function):
         return ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1).mean(1)
 
     @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, Any]:
         x, y = ctx.saved_tensors
-        grad_x = 2 * g[:, None] * (x - y.mean(0))
-        grad_y = 2 * (g.sum() * y - g @ x) / y.shape[0]
+        grad_x = 2 * g[:, None] * (x - y.mean(0)) if ctx.needs_input_grad[0] else None
+        grad_y = 2 * (g.sum() * y - g @ x) / y.shape[0] if ctx.needs_input_grad[1] else None
         return grad_x, grad_y
 
 
