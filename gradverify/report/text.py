@@ -10,34 +10,33 @@ the failures and the summary; `verbose` shows every check of every case as a tab
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
-from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from gradverify.report.branches import UNRUN, branch_line
 from gradverify.report.coverage import coverage_lines
-from gradverify.report.evidence import evidence
-from gradverify.report.maps import MismatchMap
+from gradverify.report.lines import (
+    INDENT,
+    MARKS,
+    STYLES,
+    case_status,
+    counts,
+    elapsed,
+    joined,
+    location,
+)
 from gradverify.report.options import RenderOptions
+from gradverify.report.panel import failure_panel, more_cases
 from gradverify.report.repeats import Repeats, repeats
+from gradverify.report.table import case_table
 from gradverify.results import BranchCoverage, Report, Result, Status, branch_coverage
 
-STYLES = {
-    Status.PASS: "green",
-    Status.FAIL: "bold red",
-    Status.SKIP: "yellow",
-    Status.WARN: "magenta",
-}
-QUIET = (Status.PASS, Status.SKIP)  # what --quiet leaves out of the verbose table
-MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.SKIP: "-", Status.WARN: "!"}
-INDENT = 2
 SHOWN_CASES = 5  # case names listed for the cases that repeat a finding
 
 
@@ -90,7 +89,7 @@ def _print_case(
     if options.quiet and not any(r.failed for r in results):
         return False
     if options.verbose:  # the table has a row for every skip
-        console.print(_case_table(target, case, results, options.quiet))
+        console.print(case_table(target, case, results, options.quiet))
         body = _findings(results, warnings=True, skips=False, folded=folded)
     else:
         quiet = options.quiet
@@ -125,10 +124,10 @@ def _inferred_line(
     labels = [_inferred_label(case) for case in inferred]
     count = f"{len(labels)} case" + ("s" if len(labels) != 1 else "")
     results = [result for case in cases for result in case]
-    status = _case_status(results)
+    status = case_status(results)
     head = Text.assemble((MARKS[status], STYLES[status]), " ", (target, "bold"), "  inferred ")
     head.append(f"{count} ({'; '.join(labels)})")
-    return _joined([head, _counts(results), Text(_time(results), style="dim")], "  ", width)
+    return joined([head, counts(results), Text(elapsed(results), style="dim")], "  ", width)
 
 
 def _inferred_label(case: dict[str, Any]) -> str:
@@ -154,62 +153,15 @@ def _case_line(
     """`✓ target  case name  7 passed  0.42s`, and the spec location when findings follow.
 
     Where one line cannot hold it all, it breaks between its parts, never inside one."""
-    status = _case_status(results)
+    status = case_status(results)
     head = Text.assemble(
         (MARKS[status], STYLES[status]), " ", (target, "bold"), "  case ", (case, "bold")
     )
-    parts = [head, _counts(results), Text(_time(results), style="dim")]
-    location = _location(results[0])
-    if expanded and location:
-        parts.append(Text(location, style="dim"))
-    return _joined(parts, "  ", width)
-
-
-def _joined(parts: Sequence[Text], separator: str, width: int) -> Text:
-    """The parts on one line, or on several (indented) that break between parts only."""
-    line = Text()
-    column = 0
-    for part in parts:
-        if column and column + len(separator) + len(part) > width:
-            line.append("\n" + " " * INDENT)
-            column = INDENT
-        elif column:
-            line.append(separator)
-            column += len(separator)
-        line.append_text(part)
-        column += len(part)
-    return line
-
-
-def _case_status(results: Sequence[Result]) -> Status:
-    for status in (Status.FAIL, Status.WARN, Status.PASS):
-        if any(r.status is status for r in results):
-            return status
-    return Status.SKIP
-
-
-def _counts(results: Sequence[Result]) -> Text:
-    """How many results passed, failed, warned and were skipped (not-applicable ones aside)."""
-    counts = Text()
-    for status, word in (
-        (Status.PASS, "passed"),
-        (Status.FAIL, "failed"),
-        (Status.WARN, "warning"),
-        (Status.SKIP, "skipped"),
-    ):
-        number = sum(1 for r in results if r.status is status and r.applies)
-        if number or status is Status.PASS:
-            if counts:
-                counts.append(", ")
-            plural = "s" if status is Status.WARN and number != 1 else ""
-            counts.append(f"{number} {word}{plural}", style=STYLES[status] if number else "")
-    return counts
-
-
-def _time(results: Sequence[Result]) -> str:
-    if results and all(r.cached for r in results):
-        return "(cached)"
-    return f"{sum(r.seconds for r in results):.2f}s"
+    parts = [head, counts(results), Text(elapsed(results), style="dim")]
+    where = location(results[0])
+    if expanded and where:
+        parts.append(Text(where, style="dim"))
+    return joined(parts, "  ", width)
 
 
 @dataclass
@@ -299,115 +251,23 @@ def _line_for(result: Result, warnings: bool, skips: bool) -> _Line | None:
     return _Line(("skip", result.message), f" skipped: {result.message}", STYLES[Status.SKIP])
 
 
-def failure_panel(result: Result, more: Sequence[str] = ()) -> Panel:
-    """A finding's panel; `more`: the later cases of its target that repeat it."""
-    rows = Table.grid(padding=(0, 2))
-    rows.add_column(style="bold", no_wrap=True)
-    rows.add_column(overflow="fold")
-    for label, value in _evidence(result):
-        rows.add_row(label, Text(value))
-    parts: list[RenderableType] = [Text(result.message), Text(""), rows]
-    parts.append(MismatchMap(result))  # draws nothing where the map does not fit
-    if result.details:
-        parts += [Text(""), Text("\n".join(result.details), style="dim")]
-    style = STYLES[result.status]
-    title = _title(result) + (f" · the same in {_more_cases(len(more))}" if more else "")
-    return Panel(
-        Group(*parts),
-        title=Text(title, style=style),
-        title_align="left",
-        border_style=style,
-    )
-
-
-def _more_cases(count: int) -> str:
-    return f"{count} more case{'s' if count != 1 else ''}"
-
-
 def _repeated_line(target: str, cases: Sequence[Sequence[Result]], width: int) -> Text:
     """`✗ target  7 more cases (two, three, ...): the same  7 passed, 7 failed  0.25s`: the
     cases whose every finding a panel above shows; their names where the line has room."""
     results = [result for case in cases for result in case]
-    status = _case_status(results)
+    status = case_status(results)
     names = [case[0].case for case in cases]
     listed = ", ".join(names[:SHOWN_CASES]) + (", ..." if len(names) > SHOWN_CASES else "")
-    tail = [_counts(results), Text(_time(results), style="dim")]
+    tail = [counts(results), Text(elapsed(results), style="dim")]
     for said in (
-        f"  {_more_cases(len(cases))} ({listed}): the same",
-        f"  {_more_cases(len(cases))}: the same",
+        f"  {more_cases(len(cases))} ({listed}): the same",
+        f"  {more_cases(len(cases))}: the same",
     ):
         head = Text.assemble((MARKS[status], STYLES[status]), " ", (target, "bold"), said)
-        line = _joined([head, *tail], "  ", width)
+        line = joined([head, *tail], "  ", width)
         if "\n" not in line.plain:
             break
     return line
-
-
-def _title(result: Result) -> str:
-    """`✗ finite_difference · argument 1 (beta)`: plain text tells a failure from a warning."""
-    subject = _subject(result)
-    title = f"{MARKS[result.status]} {result.check}" + (f" · {subject}" if subject else "")
-    if result.internal:
-        return title + " (internal error of gradverify)"
-    return title + (" (warning)" if result.status is Status.WARN else "")
-
-
-def _subject(result: Result) -> str:
-    if result.input_index is not None:
-        name = f" ({result.input_name})" if result.input_name else ""
-        return f"argument {result.input_index}{name}"
-    if result.output_index is not None:
-        return f"output {result.output_index}"
-    return ""
-
-
-def _evidence(result: Result) -> Iterable[tuple[str, str]]:
-    """The shared evidence, less the spec location the case's title already shows."""
-    return ((label, value) for label, value in evidence(result) if label != "spec")
-
-
-def _location(result: Result) -> str:
-    if result.spec_file is None:
-        return ""
-    return f"{result.spec_file}:{result.spec_line}" if result.spec_line else result.spec_file
-
-
-# --verbose: every check of a case, as a table.
-
-
-def _case_table(target: str, case: str, results: list[Result], quiet: bool) -> Table:
-    location = _location(results[0])
-    title = Text.assemble(
-        (target, "bold"), "  case ", (case, "bold"), (f"  {location}" if location else "", "dim")
-    )
-    table = Table(
-        title=title, title_justify="left", show_header=False, box=None, padding=(0, 1), expand=False
-    )
-    table.add_column("mark", width=1)
-    table.add_column("check", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("time", justify="right", no_wrap=True)
-    table.add_column("message", overflow="fold")
-    for result in results:
-        if quiet and result.status in QUIET:
-            continue
-        style = STYLES[result.status]
-        table.add_row(
-            Text(MARKS[result.status], style=style),
-            result.check,
-            Text(result.status.value + (" (cached)" if result.cached else ""), style=style),
-            f"{result.seconds:.2f}s",
-            Text(_headline(result)),  # Text: user code in messages is not Rich markup
-        )
-    return table
-
-
-def _headline(result: Result) -> str:
-    """A table row's message: a finding's headline (its panel has the rest), else whole."""
-    finding = result.status in (Status.FAIL, Status.WARN) and result.same_as is None
-    if finding and result.input_name is not None and ": " in result.message:
-        return result.message.split(": ", 1)[0]
-    return result.message
 
 
 def _branches(found: BranchCoverage) -> RenderableType:
@@ -452,4 +312,4 @@ def _summary(report: Report, width: int, verbose: bool) -> Text:
         errors = len(report.internal_errors)
         parts[-1].append(",")
         parts.append(Text(f"{errors} internal error(s) of gradverify", style="bold red"))
-    return _joined(parts, " ", width)
+    return joined(parts, " ", width)

@@ -1,0 +1,64 @@
+"""A finding's panel in the text report: its message, the evidence, the mismatch map, the
+user's traceback; titled with the check and what it is about."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from gradverify.report.evidence import evidence
+from gradverify.report.lines import MARKS, STYLES
+from gradverify.report.maps import MismatchMap
+from gradverify.results import Result, Status
+
+
+def failure_panel(result: Result, more: Sequence[str] = ()) -> Panel:
+    """A finding's panel; `more`: the later cases of its target that repeat it."""
+    rows = Table.grid(padding=(0, 2))
+    rows.add_column(style="bold", no_wrap=True)
+    rows.add_column(overflow="fold")
+    for label, value in _evidence(result):
+        rows.add_row(label, Text(value))
+    parts: list[RenderableType] = [Text(result.message), Text(""), rows]
+    parts.append(MismatchMap(result))  # draws nothing where the map does not fit
+    if result.details:
+        parts += [Text(""), Text("\n".join(result.details), style="dim")]
+    style = STYLES[result.status]
+    title = _title(result) + (f" · the same in {more_cases(len(more))}" if more else "")
+    return Panel(
+        Group(*parts),
+        title=Text(title, style=style),
+        title_align="left",
+        border_style=style,
+    )
+
+
+def more_cases(count: int) -> str:
+    return f"{count} more case{'s' if count != 1 else ''}"
+
+
+def _title(result: Result) -> str:
+    """`✗ finite_difference · argument 1 (beta)`: plain text tells a failure from a warning."""
+    subject = _subject(result)
+    title = f"{MARKS[result.status]} {result.check}" + (f" · {subject}" if subject else "")
+    if result.internal:
+        return title + " (internal error of gradverify)"
+    return title + (" (warning)" if result.status is Status.WARN else "")
+
+
+def _subject(result: Result) -> str:
+    if result.input_index is not None:
+        name = f" ({result.input_name})" if result.input_name else ""
+        return f"argument {result.input_index}{name}"
+    if result.output_index is not None:
+        return f"output {result.output_index}"
+    return ""
+
+
+def _evidence(result: Result) -> Iterable[tuple[str, str]]:
+    """The shared evidence, less the spec location the case's title already shows."""
+    return ((label, value) for label, value in evidence(result) if label != "spec")
