@@ -38,11 +38,15 @@ def cuda_devices(case: Case) -> list[int]:
         for item in case.inputs
         if isinstance(item, TensorInput) and item.device.split(":", 1)[0] == "cuda"
     }
-    if torch.cuda.is_initialized():
-        named |= set(range(torch.cuda.device_count()))
-    elif named and not torch.cuda.is_available():
+    if not named and not torch.cuda.is_initialized():
+        return []
+    if not torch.cuda.is_available():
         return []  # the case is skipped (DeviceUnavailable): nothing to save
-    return sorted(named)
+    present = range(torch.cuda.device_count())
+    if torch.cuda.is_initialized():
+        named |= set(present)
+    # a device beyond the machine's is a usage error (NoSuchDevice) once the inputs are built
+    return sorted(index for index in named if index in present)
 
 
 def _index(device: str) -> int:

@@ -114,3 +114,14 @@ def test_device_option_runs_every_case_there_and_skips_where_the_machine_has_non
     assert report.results and all(r.status.value == "skip" for r in report.results)
     assert "device 'cuda' is not available on this machine" in report.results[0].message
     assert find(on_cpu, status="pass") and not find(on_cpu, status="skip", check="forward")
+
+
+def test_a_spec_device_beyond_the_machines_gpus_is_a_usage_error(
+    one_gpu: None, tmp_path: Path
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(_spec_text(top="device: cuda:3"), encoding="utf-8")
+    with working_directory(ROOT):
+        result = CliRunner().invoke(app, ["check", str(spec), "--no-isolation", "--no-cache"])
+    assert result.exit_code == ExitCode.USAGE
+    assert "device 'cuda:3' does not exist: this machine has cuda:0 (NVIDIA H200)" in result.output

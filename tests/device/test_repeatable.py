@@ -73,6 +73,7 @@ def test_a_cuda_out_of_memory_names_the_card_and_a_cpu_one_the_machine() -> None
 def test_the_rng_of_each_cuda_device_a_case_names_is_saved(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     on_gpus = Case.model_validate(
         {
             "name": "c",
@@ -80,8 +81,12 @@ def test_the_rng_of_each_cuda_device_a_case_names_is_saved(monkeypatch: pytest.M
         }
     )
     on_cpu = Case.model_validate({"name": "c", "inputs": [{"shape": [2]}, 3]})
+    beyond = Case.model_validate({"name": "c", "inputs": [{"shape": [2], "device": "cuda:3"}]})
     assert cuda_devices(on_gpus) == [0, 1]
     assert cuda_devices(on_cpu) == []
+    assert cuda_devices(beyond) == []  # left to require_device, which names the devices there
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert cuda_devices(on_cpu) == [0, 1]  # the user's code may draw on any of them
 
 
 def test_the_fork_server_never_asks_about_cuda(fresh_python: Callable[[str], str]) -> None:
