@@ -6,15 +6,12 @@ localized by group testing (`numerics/localizer.py`) instead of full second-orde
 
 from __future__ import annotations
 
-import ast
-import inspect
-import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import torch
 
+from gradverify.checks.gradgradcheck.non_finite import non_finite_hinted
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.checks.shared.jacobian_verdicts import Assessment, Blocks, noise_hint
 from gradverify.checks.shared.localized_complaint import (
@@ -31,11 +28,10 @@ from gradverify.checks.shared.modes import (
     second_order_problem,
 )
 from gradverify.checks.shared.torch_gradcheck import parse_mismatch, second_order, torch_complaint
-from gradverify.inputs import differentiable_indices, fresh_copies
+from gradverify.inputs import differentiable_indices
 from gradverify.numerics import seeded
 from gradverify.numerics.compare import Comparison
 from gradverify.numerics.complex_parts import NO_PARTS, Parts
-from gradverify.numerics.diagnosis import SINGULAR_AT_ZERO, nan_second_derivative
 from gradverify.numerics.jacobian import (
     OutputLayout,
     analytical_jacobians,
@@ -47,7 +43,6 @@ from gradverify.numerics.localizer import examine_all
 from gradverify.numerics.noise import rounding_hint
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
-from gradverify.target.syntax import own_nodes, parsed_function
 from gradverify.usercode import UserCodeError, call_forward
 
 FIRST_ORDER_CHECKS = ("finite_difference", "gradcheck")
@@ -97,7 +92,7 @@ class GradgradcheckCheck:
                 # and misses wrong entries in large inputs; our projections look again.
                 found = self._randomized_search(context, arguments, wrt, grad_outputs, notes)
                 if found:
-                    return _non_finite_hinted(context, found)
+                    return non_finite_hinted(context, found)
             if failure is None:
                 passed = "torch.autograd.gradgradcheck passed" + (
                     " (fast_mode); random projections of the second derivatives match"
@@ -106,7 +101,7 @@ class GradgradcheckCheck:
                 )
                 return [context.result(self.id, Status.PASS, passed, notes=notes)]
             found = self._failure(context, failure, arguments, wrt, grad_outputs, notes, fast)
-            return _non_finite_hinted(context, found)
+            return non_finite_hinted(context, found)
         except UserCodeError as error:
             return [crash_result(context, self.id, error)]
 
@@ -279,73 +274,6 @@ class GradgradcheckCheck:
             max_abs_error=comparison.max_abs_error, max_rel_error=comparison.max_rel_error,
             mismatched=comparison.mismatched, total=comparison.total, hint=hint, notes=notes,
         )  # fmt: skip
-
-
-def _non_finite_hinted(context: CaseContext, results: list[Result]) -> list[Result]:
-    """A NaN or infinite second derivative where the first passed gets its own hint (ops
-    singular at 0, often inside `torch.where`), not that backward is not differentiable."""
-    if any(r.failed for r in context.earlier if r.check in (*FIRST_ORDER_CHECKS, "backward")):
-        return results  # the first derivative is already wrong: that hint stands
-    non_finite = [
-        r.failed and (
-            (r.analytical is not None and not math.isfinite(r.analytical))
-            or (r.analytical is None and "nan" in r.message.lower())
-        )
-        for r in results
-    ]  # fmt: skip
-    if not any(non_finite):
-        return results
-    ops, inside_where, place = _singular_ops(context)
-    hint = nan_second_derivative(ops, inside_where, place, _zero_outputs(context))
-    return [
-        replace(result, hint=hint) if flagged else result
-        for result, flagged in zip(results, non_finite, strict=True)
-    ]
-
-
-def _singular_ops(context: CaseContext) -> tuple[frozenset[str], bool, str]:
-    """The ops singular at 0 that backward's source applies, whether it also calls
-    `torch.where`, and where backward is (`backward (line 41)`): read from its syntax."""
-    backward = getattr(context.target.obj, "backward", None) if context.target.is_function else None
-    node = parsed_function(backward) if backward is not None else None
-    if backward is None or node is None:
-        return frozenset(), False, "backward"
-    ops: dict[str, int] = {}
-    where = False
-    for item in own_nodes(node):
-        name = _called(item)
-        if name in SINGULAR_AT_ZERO:
-            ops.setdefault(name, getattr(item, "lineno", 0))
-        elif isinstance(item, ast.BinOp) and isinstance(item.op, ast.Pow):
-            ops.setdefault("**", item.lineno)
-        where = where or name == "where"
-    first = getattr(inspect.unwrap(backward), "__code__", None)
-    if not ops or first is None:
-        return frozenset(ops), where, "backward"
-    line = first.co_firstlineno + min(ops.values()) - 1
-    return frozenset(ops), where, f"backward (line {line})"
-
-
-def _zero_outputs(context: CaseContext) -> str:
-    """`3 of 8 elements` where forward's differentiable outputs are exactly 0 on the case's
-    inputs (a saved output at 0 is where ops such as `**` lose their derivative), else ""."""
-    try:
-        outputs = call_forward(context.target.call, fresh_copies(context.arguments))
-    except UserCodeError:
-        return ""
-    values = [output.detach() for _, output in differentiable_outputs(outputs)]
-    zeros = sum(int((value == 0).sum()) for value in values)
-    total = sum(value.numel() for value in values)
-    return f"{zeros} of {total} element{'s' if total != 1 else ''}" if zeros else ""
-
-
-def _called(node: ast.AST) -> str | None:
-    """The name a call calls: `sqrt` for `torch.sqrt(x)`, `x.sqrt()` and `sqrt(x)`."""
-    if not isinstance(node, ast.Call):
-        return None
-    if isinstance(node.func, ast.Attribute):
-        return node.func.attr
-    return node.func.id if isinstance(node.func, ast.Name) else None
 
 
 def _second_order_entry(
