@@ -246,3 +246,15 @@ def test_a_hint_without_its_surrogate_advice_keeps_its_cause(analytical, numeric
     assert hint is not None and "surrogate" in hint
     stripped = without_surrogate(hint)
     assert stripped is not None and "surrogate" not in stripped and kept in stripped
+
+
+def test_a_case_from_the_cache_keeps_its_branches(tmp_path):
+    from gradverify.run import session
+    from gradverify.spec.load import load_spec_file
+
+    entries = [e for e in load_spec_file(SPEC) if e.spec.target.endswith(":SignedSquare")]
+    options = session.RunOptions(isolation=False, cache=True, cache_dir=tmp_path / "cache")
+    first = session.run(entries, options)
+    again = session.run(entries, options)
+    assert all(result.cached for result in again.results)
+    assert branch_coverage(again.results) == branch_coverage(first.results) != []
