@@ -215,6 +215,8 @@ def test_a_finding_in_every_case_is_printed_once_and_counted(run_spec):
     assert text.count("· the same in 7 more cases") == 15
     plain = json.loads(FORMATS["json"](report, RenderOptions()))
     assert sum(1 for r in plain["results"] if r["status"] == "fail") == 15 * 8
+    quiet = FORMATS["text"](report, RenderOptions(quiet=True))
+    assert quiet.count("7 more cases") == 2 * 15  # each panel's title, and its cases' line
 
 
 def test_findings_that_differ_are_each_shown(report):

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from gradverify.report.branches import UNRUN, branch_line
 from gradverify.report.coverage import coverage_lines
+from gradverify.report.explored import case_explored, explored_line
 from gradverify.report.lines import (
     INDENT,
     MARKS,
@@ -65,8 +66,9 @@ def render(report: Report, options: RenderOptions) -> str:
             for position, results in enumerate(cases):
                 if position not in folded.repeating:
                     expanded = _print_case(console, results, options, folded) or expanded
-            if folded.repeating:
-                repeating = [cases[position] for position in folded.repeating]
+            repeating = [cases[position] for position in folded.repeating]
+            failing = any(result.failed for case in repeating for result in case)
+            if repeating and (failing or not options.quiet):  # -q: warnings are not shown
                 console.print(_repeated_line(target, repeating, options.width))
         found = branches.get(target)
         if found is not None and not options.quiet and (options.verbose or not found.complete):
@@ -90,6 +92,9 @@ def _print_case(
         return False
     if options.verbose:  # the table has a row for every skip
         console.print(case_table(target, case, results, options.quiet))
+        explored = case_explored(results)  # what exploring tried beyond the case's draw
+        if explored is not None:
+            console.print(Padding(Text(explored_line(explored), style="dim"), (0, 0, 0, INDENT)))
         body = _findings(results, warnings=True, skips=False, folded=folded)
     else:
         quiet = options.quiet
