@@ -173,6 +173,17 @@ def test_a_reference_whose_own_gradient_is_wrong_is_the_finding(report, only):
     assert result.numerical == pytest.approx(3 * result.analytical, rel=1e-5)
 
 
+def test_torch_linalg_det_at_a_singular_matrix_is_a_wrong_reference_not_a_wrong_function(
+    report, only
+):
+    result = only(report, target=f"{FUNCTIONS}:Det", check="reference")
+    assert result.status.value == "warn"
+    assert result.message.startswith("the reference's own gradient of argument 0 (matrix)")
+    assert result.analytical == 0.0  # torch.linalg.det's gradient there
+    assert result.numerical != pytest.approx(0.0, abs=0.1)  # the cofactor, by differences
+    assert "torch.linalg:det" in result.hint and "surrogate" not in result.hint
+
+
 def test_a_wrong_function_still_fails_against_a_right_reference(report, only):
     result = only(report, target=f"{FUNCTIONS}:CubeWrong", check="reference")
     assert result.failed

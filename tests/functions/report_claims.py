@@ -129,6 +129,29 @@ class CubeWrong(Cube):
         return grad * 2 * x * x
 
 
+class Det(torch.autograd.Function):
+    """det(A) of a square matrix, its gradient the cofactor matrix: right at a singular
+    matrix too, where torch.linalg.det's own gradient is 0 (a reference wrong there)."""
+
+    @staticmethod
+    def forward(ctx: Any, matrix: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(matrix)
+        return torch.linalg.det(matrix)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (matrix,) = ctx.saved_tensors
+        size = matrix.shape[-1]
+        cofactors = torch.zeros_like(matrix)
+        for row in range(size):
+            for column in range(size):
+                rows = [r for r in range(size) if r != row]
+                columns = [c for c in range(size) if c != column]
+                minor = matrix[rows][:, columns]
+                cofactors[row, column] = (-1) ** (row + column) * torch.linalg.det(minor)
+        return grad * cofactors
+
+
 def cube_detached(x: torch.Tensor) -> torch.Tensor:
     """x³ whose autograd gradient is x² (two factors detached): the reference is wrong."""
     return x * x.detach() * x.detach()
