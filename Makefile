@@ -55,11 +55,12 @@ test: install-dev bytecode
 # torch's default device on "meta" while its inputs stay on the CPU (tests/conftest.py): a
 # tensor gradverify makes without `device=` then raises, as it would beside CUDA inputs on a
 # GPU. Cases run in workers do not see the default device, so these tests are the in-process
-# ones; the two 10^7-element tests are left to the main run (their code paths run here at
-# smaller sizes).
+# ones. Left to the main run: the two 10^7-element tests (their code paths run here at smaller
+# sizes) and the no-false-alarm sweep's 19 further seeds (the same code paths as its first).
 DEVICE_TESTS := tests/device tests/checks tests/test_engine.py tests/test_settle.py tests/test_inputs.py tests/explore
+DEVICE_SKIP := not ten_million and not (no_false_alarms and not seed0)
 test-device: install-dev bytecode
-	GRADVERIFY_TEST_DEFAULT_DEVICE=meta $(BIN)/pytest -q -n 2 --dist worksteal -k "not ten_million" $(DEVICE_TESTS)
+	GRADVERIFY_TEST_DEFAULT_DEVICE=meta $(BIN)/pytest -q -n 2 --dist worksteal -k "$(DEVICE_SKIP)" $(DEVICE_TESTS)
 
 # The same suite on the lowest versions pyproject admits (.ci/lowest.py pins each direct
 # dependency to its lower bound; torch stays the CPU build above), in a venv of its own.
