@@ -8,10 +8,11 @@ Importing this module never imports torch.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.annotations import annotations_of
+from gradverify.inference.call_sites import Passed, passed_at_call_sites
 from gradverify.inference.choice import CALLABLE, LITERAL, NUMBER, TENSOR, Choice
 from gradverify.inference.contract import (
     MASK,
@@ -140,13 +141,16 @@ def plans_of(target: Target) -> list[Plan]:
     annotations = annotations_of(target)
     facts = source_facts(target)
     contracts = read_contract(target)
+    passed = passed_at_call_sites(target)
     symbols: dict[str, int] = {}  # the named dims of every shape read, one size each
     plans: list[Plan] = []
     for index, name in enumerate(target.parameters):
         annotation = annotations.get(name, "")
-        said = contracts.get(name)
+        said = _heeded(contracts.get(name), annotation, name in facts.indices)
         contracted = _contracted(index, name, said, symbols) if said is not None else None
-        if contracted is not None and not (said and said.kind == MASK and name in facts.indices):
+        if index in passed and name not in target.defaults and name not in facts.indices:
+            plans.append(_as_called(index, name, passed[index]))
+        elif contracted is not None:
             plans.append(contracted)
         elif name in facts.indices and name not in target.defaults and annotation in ("", "Tensor"):
             mask = is_mask(name)
@@ -188,11 +192,32 @@ def plans_of(target: Target) -> list[Plan]:
     return plans
 
 
+def _heeded(said: Contract | None, annotation: str, indexes: bool) -> Contract | None:
+    """The contract, less what a parameter's name alone suggests where its annotation says
+    otherwise (`size: int` is a number, not a shape) or forward indexes with it."""
+    if said is None or said.kind is None:
+        return said
+    named_only = all(reason.startswith("named ") for reason in said.reasons)
+    annotated = annotation not in ("", "Tensor", "Any", "object") and "Callable" not in annotation
+    if (named_only and annotated) or (said.kind == MASK and indexes):
+        return replace(said, kind=None) if not named_only else None
+    return said
+
+
+def _as_called(index: int, name: str, passed: Passed) -> Plan:
+    """What every call site of the package passes (gradverify.inference.call_sites)."""
+    reason = f"as the package calls it ({passed.where})"
+    if passed.function:
+        return Plan(index, name, CALLABLE, passed.value, reason, flexible=False)
+    kind = LITERAL if passed.value is None else NUMBER
+    return Plan(index, name, kind, passed.value, reason, flexible=False)
+
+
 def _contracted(index: int, name: str, said: Contract, symbols: dict[str, int]) -> Plan | None:
     """The plan for a parameter the code says something of (gradverify.inference.contract)."""
     reason = said.reason
-    if said.kind == CALLABLE:
-        return Plan(index, name, CALLABLE, CALLABLES[0], reason, flexible=False)
+    if said.kind == CALLABLE:  # flexible: a tensor after all where the name misled (`f`)
+        return Plan(index, name, CALLABLE, CALLABLES[0], reason)
     if said.kind == SHAPE:
         return Plan(index, name, NUMBER, ELEMENTWISE, reason, flexible=False, a_shape=True)
     if said.kind == OUT:

@@ -214,3 +214,42 @@ class ScaleInto(Function):
     @once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         return 3 * grad, None
+
+
+class ScaledDynamicsCalled(ScaledDynamics):
+    """ScaledDynamics as the module calls it (`evolve` below): with a function."""
+
+
+class BroadcastTo(Function):
+    """x expanded to a size the module's own call site gives (`tile_rows` below)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, target_size: Any) -> torch.Tensor:
+        ctx.rank = x.dim()
+        return x.expand(target_size)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad.sum(tuple(range(grad.dim() - ctx.rank))), None
+
+
+class BroadcastToForgotSum(BroadcastTo):
+    """The first row's gradient, where the sum over the rows belongs."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad[(0,) * (grad.dim() - ctx.rank)], None
+
+
+def decay(y: torch.Tensor) -> torch.Tensor:
+    return -0.5 * y
+
+
+def evolve(y0: torch.Tensor) -> torch.Tensor:
+    return ScaledDynamicsCalled.apply(decay, y0)
+
+
+def tile_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return BroadcastTo.apply(x, (3, 4)), BroadcastToForgotSum.apply(x, (3, 4))

@@ -40,6 +40,7 @@ def chosen(name: str) -> dict[str, object]:
         ("AssertedFlatGram", "AssertedFlatGramForgotTranspose"),
         ("BatchTraceOfSquare", "BatchTraceOfSquareForgotTranspose"),
         ("SymmetricQuadForm", "SymmetricQuadFormForgotTwo"),
+        ("BroadcastTo", "BroadcastToForgotSum"),
     ],
 )
 def test_the_correct_twin_passes_and_the_buggy_twin_fails(correct: str, buggy: str) -> None:
@@ -98,3 +99,19 @@ def test_a_failure_only_without_the_asked_structure_is_a_warning_naming_it() -> 
     assert all("without symmetric" in r.case for r in warned)
     assert "passes on symmetric inputs" in warned[0].message
     assert "structure: symmetric" in warned[0].message
+
+
+def test_a_literal_every_call_site_passes_is_passed() -> None:
+    size = chosen("BroadcastTo")["target_size"]
+
+    assert size.value == (3, 4)  # type: ignore[attr-defined]
+    assert "as the package calls it (contracts.py:" in size.reason  # type: ignore[attr-defined]
+
+
+def test_a_function_the_module_passes_at_its_call_site_is_passed() -> None:
+    # ScaledDynamics without a call site has no inputs (above); its twin that the module
+    # calls with `decay` gets that function and passes.
+    dynamics = chosen("ScaledDynamicsCalled")["dynamics"]
+
+    assert (dynamics.kind, dynamics.value) == (CALLABLE, f"{FUNCTIONS}:decay")  # type: ignore[attr-defined]
+    assert failed(zero_config("ScaledDynamicsCalled")) == set()

@@ -1,0 +1,147 @@
+"""How the package itself calls a Function: its `Fn.apply(...)` call sites, found statically
+in the Function's own file and the other files of its package, and the literal values and
+module-level functions they pass (`_GSMSample.apply(x, alpha, (2, 3))`, `Solve.apply(rhs, y0)`
+with `def rhs(t, y)` beside it). Where every call site passes the same literal for an
+argument, inference passes it too.
+
+Importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gradverify.target.loaded import Target
+
+MOST_FILES = 200  # files of one package read at most
+LARGEST = 300_000  # characters: larger files are skipped (generated tables)
+
+
+@dataclass(frozen=True)
+class Passed:
+    """What every call site passes at one position: a literal, or a function of the
+    Function's own module (`module:name`)."""
+
+    value: Any
+    where: str  # file:line of the first call site
+    function: bool = False
+
+
+def passed_at_call_sites(target: Target) -> dict[int, Passed]:
+    """Positional index -> what every `Fn.apply(...)` call site found passes there, for the
+    positions where they all agree; {} where no call site is found."""
+    if not target.is_function or not isinstance(target.obj, type):
+        return {}
+    own = _source_path(target.obj)
+    if own is None:
+        return {}
+    module = getattr(target.obj, "__module__", "")
+    seen: dict[int, list[tuple[Any, str, bool]]] = {}
+    calls = 0
+    for path in _package_files(own):
+        for call in _apply_calls(path, target.obj.__name__):
+            calls += 1
+            for index, argument in enumerate(call.args):
+                if isinstance(argument, ast.Starred):
+                    break
+                value = _passed(argument, path == own, module, path)
+                if value is not None:
+                    seen.setdefault(index, []).append(value)
+    found = {}
+    for index, values in seen.items():
+        first = values[0]
+        if len(values) == calls and all(v[:1] == first[:1] and v[2] == first[2] for v in values):
+            found[index] = Passed(first[0], first[1], first[2])
+    return found
+
+
+def _source_path(obj: Any) -> Path | None:
+    try:
+        file = inspect.getsourcefile(obj)
+    except TypeError:
+        return None
+    return Path(file).resolve() if file else None
+
+
+def _package_files(own: Path) -> list[Path]:
+    """The Function's file first, then the other .py files of its package (the directories
+    above it that hold an `__init__.py`)."""
+    root = own.parent
+    while (root / "__init__.py").exists() and (root.parent / "__init__.py").exists():
+        root = root.parent
+    others: list[Path] = []
+    if (root / "__init__.py").exists():
+        others = sorted(p.resolve() for p in root.rglob("*.py") if p.resolve() != own)
+    return [own, *others[: MOST_FILES - 1]]
+
+
+def _apply_calls(path: Path, name: str) -> list[ast.Call]:
+    """`name.apply(...)`, `mod.name.apply(...)` and calls through an alias `f = name.apply`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if len(text) > LARGEST or f"{name}.apply" not in text:
+        return []
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    aliases = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and _is_apply(node.value, name)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            _is_apply(node.func, name)
+            or (isinstance(node.func, ast.Name) and node.func.id in aliases)
+        )
+    ]
+
+
+def _is_apply(node: ast.AST, name: str) -> bool:
+    if not isinstance(node, ast.Attribute) or node.attr != "apply":
+        return False
+    owner = node.value
+    return (isinstance(owner, ast.Name) and owner.id == name) or (
+        isinstance(owner, ast.Attribute) and owner.attr == name
+    )
+
+
+def _passed(
+    argument: ast.AST, same_file: bool, module: str, path: Path
+) -> tuple[Any, str, bool] | None:
+    """(value, file:line, is a function) for a literal or a function of the own module."""
+    where = f"{path.name}:{getattr(argument, 'lineno', 0)}"
+    try:
+        value = ast.literal_eval(argument)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = _NOT_LITERAL
+    if value is not _NOT_LITERAL and not isinstance(value, dict | set | bytes | complex):
+        return (tuple(value) if isinstance(value, list) else value), where, False
+    if same_file and isinstance(argument, ast.Name) and _defined_function(path, argument.id):
+        return f"{module}:{argument.id}", where, True
+    return None
+
+
+_NOT_LITERAL = object()
+
+
+def _defined_function(path: Path, name: str) -> bool:
+    """Whether `path` defines `name` as a module-level function."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return False
+    return any(isinstance(node, ast.FunctionDef) and node.name == name for node in tree.body)
