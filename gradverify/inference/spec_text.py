@@ -18,6 +18,7 @@ from gradverify.inference.choice import (
     case_name,
     kind_of,
 )
+from gradverify.inference.structure import is_plain_twin
 from gradverify.spec.targets import parse_target
 
 
@@ -50,6 +51,8 @@ def spec_text(inference: Inference, case: str = "basic", header: Sequence[str] =
     case for each inferred case."""
     lines = [*header, f"target: {inference.target}", "cases:"]
     for label, choices in inference.cases:
+        if is_plain_twin(inference.choices, choices):
+            continue  # the structure is the Function's contract: the spec keeps it
         lines.append(f"  - name: {flow(case_name(case, label))}")
         lines.extend(_inputs(choices, inference.variadic))
     return "\n".join(lines) + "\n"

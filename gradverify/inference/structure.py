@@ -25,3 +25,11 @@ def unstructured(base: Sequence[Choice]) -> Iterator[tuple[str, list[Choice]]]:
         return
     label = ", ".join(f"{c.name} {WITHOUT} {c.structure}" for c in structured)
     yield label, [replace(c, structure=None) for c in base]
+
+
+def is_plain_twin(base: Sequence[Choice], choices: Sequence[Choice]) -> bool:
+    """Whether `choices` is `base` with its structures dropped: a case for zero-config's
+    contract warning, not one for a spec the user keeps (`init` leaves it out)."""
+    return any(c.structure for c in base) and list(choices) == [
+        replace(c, structure=None) for c in base
+    ]

@@ -8,6 +8,7 @@ import pytest
 
 from gradverify.inference.choice import CALLABLE, TENSOR
 from gradverify.inference.from_signature import infer
+from gradverify.inference.spec_text import spec_text
 from gradverify.inference.zeroconfig import InferenceError, infer_entry
 from gradverify.results import Report, Status
 from gradverify.run import session
@@ -115,3 +116,10 @@ def test_a_function_the_module_passes_at_its_call_site_is_passed() -> None:
 
     assert (dynamics.kind, dynamics.value) == (CALLABLE, f"{FUNCTIONS}:decay")  # type: ignore[attr-defined]
     assert failed(zero_config("ScaledDynamicsCalled")) == set()
+
+
+def test_the_written_spec_keeps_the_structure_and_leaves_the_plain_twin_out() -> None:
+    text = spec_text(infer(load_target(f"{FUNCTIONS}:SymmetricQuadForm")))
+
+    assert "structure: symmetric" in text
+    assert "without symmetric" not in text
