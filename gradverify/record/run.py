@@ -154,22 +154,43 @@ def _cases(
 ) -> list[RecordedCase]:
     """A case per group of calls, each followed by the cases added to it (inference's for
     the first only: they vary what every group shares, and each costs probe runs)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small runs: waking threads would cost more than they share
+    try:
+        return _cases_of(loaded, positioned, names, project, shrink)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _cases_of(
+    loaded: Target, positioned: Sequence[Call], names: set[str], project: Path, shrink: bool
+) -> list[RecordedCase]:
     from gradverify.record.variants import added_cases
 
     candidates = constant_candidates(positioned)
     # Without a gradient anywhere in the run, a constant is what backward leaves None.
     constants = candidates if has_gradients(positioned) else None
     smaller: dict[str, RecordedCase] = {}  # shrunk once per recorded shape
+    tried: dict[str, bool] = {}  # whether forward and backward run on inputs, by their text
+    ended: set[tuple[int, float]] = set()  # a literal's end value gets one case, not one per group
     cases: list[RecordedCase] = []
     for number, group in enumerate(grouped(positioned)):
         name = unique_name(case_name(group.call.site, project), names)
-        case = _recorded(loaded, group, name, constants, candidates, smaller if shrink else None)
+        shrinking = (smaller, tried) if shrink else None
+        case = _recorded(loaded, group, name, constants, candidates, shrinking)
         cases.append(case)
-        if number == 0 or group.ends():
-            infer = number == 0
-            cases += added_cases(
-                loaded, case, loaded.parameters, loaded.defaults, group.ends(), infer
-            )
+        ends = {
+            index: [value for value in values if (index, value) not in ended]
+            for index, values in group.ends().items()
+        }
+        ended.update((index, value) for index, values in ends.items() for value in values)
+        ends = {index: values for index, values in ends.items() if values}
+        if number == 0 or ends:
+            parameters, defaults = loaded.parameters, loaded.defaults
+            added = added_cases(loaded, case, parameters, defaults, ends, infer=number == 0)
+            cases += [replace(more, name=unique_name(more.name, names)) for more in added]
     return cases
 
 
@@ -179,7 +200,7 @@ def _recorded(
     name: str,
     constants: frozenset[int] | None,
     candidates: frozenset[int],
-    smaller: dict[str, RecordedCase] | None,
+    shrinking: tuple[dict[str, RecordedCase], dict[str, bool]] | None,
 ) -> RecordedCase:
     """The group's case: shrunk (once per shape), and the float inputs backward leaves None
     written not to require grad (constants, where no call had a gradient to tell)."""
@@ -191,10 +212,11 @@ def _recorded(
         group.call, name, parameters, defaults, constants or frozenset(), group.seen()
     )
     case = replace(case, covers=tuple(group.covers))
-    if smaller is not None:
+    if shrinking is not None:
+        smaller, tried = shrinking
         key = repr(case.inputs)
         if key not in smaller:
-            smaller[key] = shrink(loaded, case)
+            smaller[key] = shrink(loaded, case, tried=tried)
         case = replace(case, inputs=list(smaller[key].inputs), shrunk_from=smaller[key].shrunk_from)
     arguments = group.calls[0][1]
     required = [a.tensor is not None and a.tensor.requires_grad for a in arguments]

@@ -20,17 +20,42 @@ MAX_ELEMENTS = 4096  # shrink while the case's tensors hold more elements than t
 MAX_TRIALS = 48  # forward-and-backward runs one case's shrinking may take
 
 
-def shrink(target: Target, case: RecordedCase, limit: int = MAX_ELEMENTS) -> RecordedCase:
+def shrink(
+    target: Target,
+    case: RecordedCase,
+    limit: int = MAX_ELEMENTS,
+    tried: dict[str, bool] | None = None,
+) -> RecordedCase:
     """`case` with smaller shapes where forward and backward still run well-formed on them;
-    as it was when it is small already or does not run at its recorded shapes."""
-    if _elements(case.inputs) <= limit or not runs_well_formed(target, case.inputs):
+    as it was when it is small already or does not run at its recorded shapes. `tried`
+    remembers each run's answer by shapes across the cases of one target (a larger recorded
+    shape halves into a smaller one's path, not run again); where it answered, the shapes
+    found are run once more on this case's own ranges."""
+    if _elements(case.inputs) <= limit:
+        return case
+    if tried is None:
+        return _shrunk(target, case, limit, {})
+    found = _shrunk(target, case, limit, tried)
+    if found is case or runs_well_formed(target, found.inputs):
+        return found
+    return _shrunk(target, case, limit, {})
+
+
+def _shrunk(target: Target, case: RecordedCase, limit: int, tried: dict[str, bool]) -> RecordedCase:
+    def runs(inputs: list[Any]) -> bool:
+        key = repr([_shape_of(item) for item in inputs])
+        if key not in tried:
+            tried[key] = runs_well_formed(target, inputs)
+        return tried[key]
+
+    if not runs(case.inputs):
         return case
     inputs = case.inputs
     trials = 0
     while _elements(inputs) > limit and trials < MAX_TRIALS:
         for candidate in _halvings(inputs):
             trials += 1
-            if runs_well_formed(target, candidate):
+            if runs(candidate):
                 inputs = candidate
                 break
             if trials >= MAX_TRIALS:
@@ -43,6 +68,13 @@ def shrink(target: Target, case: RecordedCase, limit: int = MAX_ELEMENTS) -> Rec
         if isinstance(old, dict) and "shape" in old and old["shape"] != new["shape"]
     }
     return RecordedCase(case.name, case.call, inputs, case.notes, shrunk_from)
+
+
+def _shape_of(item: Any) -> Any:
+    """What a run's answer is remembered by: an input less its range."""
+    if not _shaped(item):
+        return item
+    return {key: value for key, value in item.items() if key not in ("low", "high")}
 
 
 def _elements(inputs: list[Any]) -> int:

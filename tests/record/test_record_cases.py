@@ -48,3 +48,19 @@ def test_shrinking_keeps_the_rows_the_indices_reach() -> None:
     assert small.inputs[1] == {"values": [1, 3, 3, 9, 0, 2], "dtype": "int64"}
     assert runs_well_formed(target, small.inputs)
     assert not runs_well_formed(target, [{**small.inputs[0], "shape": [8, 4]}, small.inputs[1]])
+
+
+def test_a_larger_shape_shrinks_along_a_smaller_ones_path() -> None:
+    """`tried` holds each run's answer by shapes: the second case runs only its own recorded
+    shape, then follows the first case's halvings without running them again."""
+    target = load_target("tests.functions.structure_hints:Embedding")
+    tried: dict[str, bool] = {}
+    cases = [
+        recorded_case(_embedding_call(rows), "t_py_3", target.parameters, target.defaults)
+        for rows in (2048, 4096)
+    ]
+    first = shrink(target, cases[0], limit=16, tried=tried)
+    runs = len(tried)
+    second = shrink(target, cases[1], limit=16, tried=tried)
+    assert len(tried) == runs + 1  # the 4096 rows only: 2048 and below were answered already
+    assert first.inputs == second.inputs and second.inputs[0]["shape"] == [16, 1]
