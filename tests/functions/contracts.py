@@ -216,6 +216,23 @@ class ScaleInto(Function):
         return 3 * grad, None
 
 
+class ShiftOrPass(Function):
+    """x + 1 where a tensor shift is positive (no gradient to it); a number is passed through as it
+    is, a sentinel of the caller's: no tensor comes out, so a number is outside the
+    contract, never a finding."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, shift: Any) -> Any:
+        if not isinstance(shift, torch.Tensor):
+            return shift
+        return x + (shift > 0).to(x.dtype)  # a step in shift: no gradient to it
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
 class ScaledDynamicsCalled(ScaledDynamics):
     """ScaledDynamics as the module calls it (`evolve` below): with a function."""
 

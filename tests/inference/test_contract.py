@@ -123,3 +123,13 @@ def test_the_written_spec_keeps_the_structure_and_leaves_the_plain_twin_out() ->
 
     assert "structure: symmetric" in text
     assert "without symmetric" not in text
+
+
+def test_a_number_on_which_forward_returns_no_tensor_is_a_failed_guess() -> None:
+    # backward leaves shift's gradient None, so a number is tried for it; forward then
+    # returns that number, no tensor: the guess is outside the contract and shift stays a
+    # tensor, where the checks pass.
+    shift = chosen("ShiftOrPass")["shift"]
+
+    assert shift.kind == TENSOR  # type: ignore[attr-defined]
+    assert failed(zero_config("ShiftOrPass")) == set()
