@@ -96,15 +96,16 @@ def cloning(apply: Callable[..., Any], dirty: DirtyArguments) -> Callable[..., A
     return call
 
 
-def source_of(obj: Any) -> tuple[str | None, int | None]:
-    """The file and the line where `obj` (a function or class) is defined, if known: its
-    `def` or `class` line, below any decorator (inspect gives the first decorator's)."""
+def source_of(obj: Any, at_def: bool = False) -> tuple[str | None, int | None]:
+    """The file and first line where `obj` (a function or class) is defined, if known: its
+    first decorator's, as inspect gives it (`@register_fake` says whose fake it is), or with
+    `at_def` its `def` line below them (backward's `@staticmethod` says nothing)."""
     try:
         file = inspect.getsourcefile(obj)
         lines, line = inspect.getsourcelines(obj)
     except (TypeError, OSError):
         return None, None
-    return file, line + _decorator_lines(lines)
+    return file, line + (_decorator_lines(lines) if at_def else 0)
 
 
 def _decorator_lines(lines: list[str]) -> int:

@@ -152,7 +152,8 @@ def _describe(spec: str, obj: Any) -> Target:
             spec, f"{type(obj).__name__} object is not callable; point at a Function or a function"
         )
     signature = _signature(forward, drop_ctx=is_function and _takes_ctx(obj))
-    source_file, backward_line = source_of(inspect.unwrap(obj.backward) if is_function else obj)
+    backward = inspect.unwrap(obj.backward) if is_function else obj
+    source_file, backward_line = source_of(backward, at_def=True)
     once = is_function and _is_once_differentiable(obj.backward)
     dirty = dirty_arguments(obj, new_style=not _takes_ctx(obj)) if is_function else DirtyArguments()
     if dirty:

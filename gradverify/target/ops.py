@@ -85,7 +85,9 @@ def describe_op(spec: str, obj: Any) -> Target:
     source = None
     if definition is not None:
         source = definition._backward_fn or definition._init_fn
-    source_file, backward_line = source_of(inspect.unwrap(source)) if source else (None, None)
+    source_file, backward_line = (
+        source_of(inspect.unwrap(source), at_def=True) if source else (None, None)
+    )
     # The arguments the schema marks written (`Tensor(a!)`, from mutates_args).
     mutated = DirtyArguments(
         tuple(
