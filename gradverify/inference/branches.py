@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gradverify.inference.choice import POSITIVE, Choice, is_float_tensor
+from gradverify.inference.choice import NUMBER, POSITIVE, Choice, is_float_tensor
 from gradverify.inference.dataflow import Flow, called_name, reads_shape, target_flow
 from gradverify.inference.extra import Extra
 from gradverify.target.syntax import own_nodes
@@ -31,20 +31,26 @@ EXTENT_NAMES = re.compile(
     r"|lengths?|bounds?|sigma|sigmas|std|margin|threshold|thresholds)($|_)",
     re.IGNORECASE,
 )
+# Names of modules whose functions are called (`torch.maximum`), not tensors.
+MODULES = frozenset({"torch", "F", "functional", "nn", "np", "math"})
 # Calls that branch on which of two values is larger.
 COMPARING_CALLS = frozenset({"maximum", "minimum", "fmax", "fmin", "clamp", "clip", "where"})
 # The other tensors stay in [-1, 1]; the compared one goes above all of them, then below
 # (inside [0.01, 0.1] for an extent, which stays positive: nearly every |x| lies past it).
 ABOVE, BELOW, SMALL = (2.0, 3.0), (-3.0, -2.0), (0.01, 0.1)
+# Numbers that are dims or sizes, never a value compared with.
+SHAPE_NAMES = frozenset({"dim", "axis", "dims", "keepdim", "n", "k"})
 
 
-def compared_groups(flow: Flow) -> list[frozenset[str]]:
+def compared_groups(flow: Flow, compares: bool = True, calls: bool = True) -> list[frozenset[str]]:
     """Each set of two or more parameters that one comparison of forward or backward
-    reads together (`q < 0` with q from p and h: {p, h}); comparisons of shapes left out."""
+    reads together (`q < 0` with q from p and h: {p, h}), or with `calls` one clamp-like
+    call (`torch.maximum(x, t)`, `x.clamp(lo, hi)`); comparisons of shapes left out."""
     groups: list[frozenset[str]] = []
     for function, in_backward in flow.functions():
         for node in own_nodes(function):
-            operands = _operands(node)
+            wanted = compares if isinstance(node, ast.Compare) else calls
+            operands = _operands(node) if wanted else []
             if not operands or any(reads_shape(operand) for operand in operands):
                 continue
             together = frozenset().union(*(flow.sources(o, in_backward) for o in operands))
@@ -61,7 +67,9 @@ def _operands(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Call) and called_name(node) in COMPARING_CALLS:
         if called_name(node) == "where":  # torch.where(cond, a, b): the condition only
             return [node.args[0]] if node.args else []
-        return [*node.args, *(keyword.value for keyword in node.keywords)]
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        mine = [receiver] if isinstance(receiver, ast.Name) and receiver.id not in MODULES else []
+        return [*mine, *node.args, *(keyword.value for keyword in node.keywords)]
     return []
 
 
@@ -86,10 +94,18 @@ def positive_extents(target: Target, choices: Sequence[Choice]) -> list[Choice]:
 
 def both_sides(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
     """For each comparison between float tensors: the compared one (an extent, else the
-    last of them) above every other, then below."""
+    last of them) above every other, then below. For one between a tensor and a number
+    inference chose (`x.max() > t`): that number above the tensor's values, then below."""
     floats = {c.name: i for i, c in enumerate(base) if is_float_tensor(c)}
     seen: set[str] = set()
-    for group in compared_groups(target_flow(target)):
+    flow = target_flow(target)
+    # a clamp's bounds (clamp(-qn, qp)) are the wide case's and the bound names' to reach
+    seen |= {name for group in compared_groups(flow, compares=False) for name in group}
+    for group in compared_groups(flow, calls=False):
+        if len([name for name in floats if name in group]) == 1:
+            yield from _numbers_compared(base, group, seen)
+    seen = set()
+    for group in compared_groups(flow):
         tensors = [name for name in floats if name in group]
         if len(tensors) < 2:
             continue
@@ -104,3 +120,22 @@ def both_sides(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
             choice = replace(base[index], low=low, high=high, reason="both sides of a comparison")
             changed = [*base[:index], choice, *base[index + 1 :]]
             yield Extra(f"{compared} in [{low:g}, {high:g}]", changed)
+
+
+def _numbers_compared(
+    base: Sequence[Choice], group: frozenset[str], seen: set[str]
+) -> Iterator[Extra]:
+    """The numbers inference chose (not forward's defaults: the wide case reaches past
+    those) that a comparison reads with a tensor, at the middle of ABOVE and of BELOW."""
+    for index, choice in enumerate(base):
+        value = choice.value
+        if choice.kind != NUMBER or choice.name not in group or choice.name in seen:
+            continue
+        if type(value) not in (int, float) or choice.name in SHAPE_NAMES:
+            continue
+        seen.add(choice.name)
+        below = SMALL if EXTENT_NAMES.search(choice.name) else BELOW
+        for low, high in (ABOVE, below):
+            other = round((low + high) / 2, 3)
+            changed = replace(choice, value=other, reason="both sides of a comparison")
+            yield Extra(f"{choice.name}={other:g}", [*base[:index], changed, *base[index + 1 :]])

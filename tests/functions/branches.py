@@ -110,3 +110,42 @@ class MulSameKind(torch.autograd.Function):
         grad_x = (grad * y).sum_to_size(x.shape) if ctx.needs_input_grad[0] else None
         grad_y = (grad * x).sum_to_size(y.shape) if ctx.needs_input_grad[1] else None
         return grad_x, grad_y
+
+
+# --- both sides of a comparison between a tensor and a number ------------------------------
+
+
+class NormClip(torch.autograd.Function):
+    """x scaled down to a norm of max_norm where its norm is larger, else x as it is."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, max_norm: float) -> torch.Tensor:
+        norm = x.norm()
+        ctx.save_for_backward(x)
+        ctx.max_norm = max_norm
+        if norm > max_norm:
+            return x * (max_norm / norm)
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        norm = x.norm()
+        if norm > ctx.max_norm:
+            unit = x / norm
+            return (grad - unit * (grad * unit).sum()) * (ctx.max_norm / norm), None
+        return grad.clone(), None
+
+
+class NormClipDoublesBelow(NormClip):
+    """NormClip whose backward doubles the gradient where x is left as it is: right wherever
+    x is clipped."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        norm = x.norm()
+        if norm > ctx.max_norm:
+            unit = x / norm
+            return (grad - unit * (grad * unit).sum()) * (ctx.max_norm / norm), None
+        return 2 * grad, None

@@ -109,3 +109,23 @@ def test_no_0d_tensor_case_where_backward_gives_the_default_no_gradient() -> Non
     extra = infer(load_target("tests.functions.inference:ScaledLeakyReLU")).extra
 
     assert not [label for label, _ in extra if "[] near" in label]
+
+
+# --- a number inference chose, compared with a tensor -----------------------------------
+
+
+def test_a_number_compared_with_a_tensor_gets_cases_above_and_below_it() -> None:
+    labels = [label for label, _ in inferred("NormClip").extra]
+
+    assert labels[:2] == ["max_norm=2.5", "max_norm=-2.5"]
+
+
+def test_a_bug_on_the_side_the_chosen_number_never_reaches_fails_zero_config() -> None:
+    # max_norm 0.5 clips nearly every x [4] in [-1, 1]: only max_norm=2.5 leaves x as it is
+    report = zero_config("NormClipDoublesBelow")
+
+    assert failed_cases(report) == {"inferred: max_norm=2.5"}
+
+
+def test_a_right_norm_clip_passes_both_sides() -> None:
+    assert zero_config("NormClip").passed
