@@ -10,6 +10,7 @@ Importing this module never imports torch.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,17 +81,44 @@ def _package_files(own: Path) -> list[Path]:
     return [own, *others[: MOST_FILES - 1]]
 
 
-def _apply_calls(path: Path, name: str) -> list[ast.Call]:
-    """`name.apply(...)`, `mod.name.apply(...)` and calls through an alias `f = name.apply`."""
+def _text(path: Path) -> str:
+    """A file's text ("" where unreadable or too large), read once while it is unchanged."""
+    try:
+        return _read(path, path.stat().st_mtime_ns)
+    except OSError:
+        return ""
+
+
+def _tree(path: Path) -> ast.Module | None:
+    try:
+        return _parsed(path, path.stat().st_mtime_ns)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _read(path: Path, mtime: int) -> str:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        return []
-    if len(text) > LARGEST or f"{name}.apply" not in text:
-        return []
+        return ""
+    return text if len(text) <= LARGEST else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path, mtime: int) -> ast.Module | None:
     try:
-        tree = ast.parse(text)
+        return ast.parse(_read(path, mtime))
     except SyntaxError:
+        return None
+
+
+def _apply_calls(path: Path, name: str) -> list[ast.Call]:
+    """`name.apply(...)`, `mod.name.apply(...)` and calls through an alias `f = name.apply`."""
+    if f"{name}.apply" not in _text(path):
+        return []
+    tree = _tree(path)
+    if tree is None:
         return []
     aliases = {
         target.id
@@ -140,8 +168,7 @@ _NOT_LITERAL = object()
 
 def _defined_function(path: Path, name: str) -> bool:
     """Whether `path` defines `name` as a module-level function."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError):
-        return False
-    return any(isinstance(node, ast.FunctionDef) and node.name == name for node in tree.body)
+    tree = _tree(path)
+    return tree is not None and any(
+        isinstance(node, ast.FunctionDef) and node.name == name for node in tree.body
+    )
