@@ -9,7 +9,7 @@ import torch
 
 from gradverify.engine.explore.draws import explorable
 from gradverify.inference.spec_text import flow
-from gradverify.spec.models import Case, LiteralInput, TensorInput
+from gradverify.spec.models import CallableInput, Case, LiteralInput, TensorInput
 
 # A drawn tensor with at most this many elements is written with its `values`.
 MAX_VALUES = 64
@@ -36,11 +36,13 @@ def _input(item: Any, argument: Any) -> Any:
             else {"shape": list(argument.shape)}
         )
         kept = item.model_dump(exclude_defaults=True, exclude={"shape", "values"})
-        if "values" in written:  # the range no longer matters
-            kept = {key: value for key, value in kept.items() if key not in ("low", "high")}
+        if "values" in written:  # the range and the structure are in the values now
+            kept = {k: v for k, v in kept.items() if k not in ("low", "high", "structure")}
         return {**written, **kept}
     if isinstance(item, TensorInput):
         return item.model_dump(exclude_defaults=True)
     if isinstance(item, LiteralInput):
         return {"value": item.value}
+    if isinstance(item, CallableInput):
+        return {"callable": item.callable}
     return item
