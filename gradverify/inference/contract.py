@@ -103,11 +103,15 @@ def read_contract(target: Target) -> dict[str, Contract]:
 
 def concrete_shape(contract: Contract, symbols: dict[str, int]) -> tuple[int, ...] | None:
     """A shape that keeps `contract`, named dims sized from `symbols` (filled in as met)."""
+    # a named dim never takes the size of a literal one: N = 3 beside a literal 3 would
+    # hide a backward that mixes them up
+    literal = {int(d) for d in contract.dims or () if d.isdigit()} | {n for _, n in contract.sizes}
     if contract.dims is not None:
-        shape = [_size(dim, symbols) for dim in contract.dims if not _variadic(dim)]
+        shape = [_size(dim, symbols, literal) for dim in contract.dims if not _variadic(dim)]
     elif contract.rank is not None or contract.sizes:
         rank = contract.rank or max(2, *(d + 1 if d >= 0 else -d for d, _ in contract.sizes))
-        shape = [2, *SIZES[: rank - 1]][:rank] if rank > 1 else [SIZES[0]]
+        free = [size for size in SIZES if size not in literal]
+        shape = [2, *free[: rank - 1]][:rank] if rank > 1 else free[:1]
     else:
         return None
     for dim, size in contract.sizes:
@@ -116,14 +120,14 @@ def concrete_shape(contract: Contract, symbols: dict[str, int]) -> tuple[int, ..
     return tuple(shape)
 
 
-def _size(dim: str, symbols: dict[str, int]) -> int:
+def _size(dim: str, symbols: dict[str, int], literal: set[int]) -> int:
     name = dim.lstrip("#").lstrip("_") or dim
     if name.isdigit():
         return int(name)
     if name in BATCH_NAMES:
         return 2
     if name not in symbols:
-        used = set(symbols.values())
+        used = set(symbols.values()) | literal
         symbols[name] = next((size for size in SIZES if size not in used), SIZES[-1])
     return symbols[name]
 

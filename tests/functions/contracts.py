@@ -5,11 +5,14 @@ fail the buggy one (tests/inference/test_contract.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
+
+if TYPE_CHECKING:  # read as text by gradverify: jaxtyping need not be installed
+    from jaxtyping import Float
 
 
 class ApplyFn(Function):
@@ -270,3 +273,65 @@ def evolve(y0: torch.Tensor) -> torch.Tensor:
 
 def tile_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return BroadcastTo.apply(x, (3, 4)), BroadcastToForgotSum.apply(x, (3, 4))
+
+
+class WeightedSum(Function):
+    """sum over N of weights * points, for each batch: shapes only in jaxtyping annotations."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        points: Float[torch.Tensor, "B N 3"],  # noqa: F722 (jaxtyping's dims)
+        weights: Float[torch.Tensor, "B N"],  # noqa: F722
+    ) -> torch.Tensor:
+        ctx.save_for_backward(points, weights)
+        return (weights[..., None] * points).sum(-2)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        points, weights = ctx.saved_tensors
+        return weights[..., None] * grad[:, None, :], (points * grad[:, None, :]).sum(-1)
+
+
+class TriangularSolve(Function):
+    """x = L⁻¹ b for a lower-triangular L (by its name), through solve_triangular."""
+
+    @staticmethod
+    def forward(ctx: Any, L: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        x = torch.linalg.solve_triangular(L, b.unsqueeze(-1), upper=False).squeeze(-1)
+        ctx.save_for_backward(L, x)
+        return x
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        L, x = ctx.saved_tensors
+        u = torch.linalg.solve_triangular(L.mT, grad.unsqueeze(-1), upper=True).squeeze(-1)
+        return (-u.unsqueeze(-1) * x.unsqueeze(-2)).tril(), u
+
+
+class UpperSolve(TriangularSolve):
+    """TriangularSolve's backward for an upper factor `R` named so by nothing but the op."""
+
+    @staticmethod
+    def forward(ctx: Any, R: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        x = torch.linalg.solve_triangular(R, b.unsqueeze(-1), upper=True).squeeze(-1)
+        ctx.save_for_backward(R, x)
+        return x
+
+
+class SmallestEigenvalue(Function):
+    """The smallest eigenvalue of a symmetric matrix (forward applies eigh)."""
+
+    @staticmethod
+    def forward(ctx: Any, S: torch.Tensor) -> torch.Tensor:
+        values, vectors = torch.linalg.eigh(S)
+        ctx.save_for_backward(vectors[..., :, 0])
+        return values[..., 0]
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (vector,) = ctx.saved_tensors
+        return grad[..., None, None] * vector[..., :, None] * vector[..., None, :]

@@ -133,3 +133,27 @@ def test_a_number_on_which_forward_returns_no_tensor_is_a_failed_guess() -> None
 
     assert shift.kind == TENSOR  # type: ignore[attr-defined]
     assert failed(zero_config("ShiftOrPass")) == set()
+
+
+def test_jaxtyping_annotations_give_shapes_named_dims_one_size_each() -> None:
+    points, weights = chosen("WeightedSum").values()
+
+    assert points.shape == (2, 4, 3)  # type: ignore[attr-defined]  # N is not the literal 3
+    assert weights.shape == (2, 4)  # type: ignore[attr-defined]
+    assert failed(zero_config("WeightedSum")) == set()
+
+
+@pytest.mark.parametrize(
+    ("name", "parameter", "structure"),
+    [
+        ("TriangularSolve", "L", "lower"),
+        ("UpperSolve", "R", "upper"),
+        ("SmallestEigenvalue", "S", "symmetric"),
+    ],
+)
+def test_a_name_or_the_op_applied_gives_the_structure(
+    name: str, parameter: str, structure: str
+) -> None:
+    matrix = chosen(name)[parameter]
+
+    assert (matrix.shape, matrix.structure) == ((3, 3), structure)  # type: ignore[attr-defined]
