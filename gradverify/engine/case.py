@@ -90,16 +90,18 @@ def run_case(
             if observer is not None:
                 observer.check_started(check_id)
             started = time.perf_counter()
-            if check_id == measured:  # which branches of backward the case runs
+            ran = None  # backward's branches this case ran, when measured
+            if check_id == measured:
                 with measuring(job.target) as branches:
                     produced = _run_check(check_id, replace(context, earlier=tuple(results)))
-                produced = with_branches(produced, branches())
+                ran = branches()
             else:
                 produced = _run_check(check_id, replace(context, earlier=tuple(results)))
             if spec.explore and check_id == EXPLORED_CHECK:  # --explore N: more draws
                 explored = replace(context, earlier=tuple(results))
                 produced, found = _explored(job, case, explored, produced)
                 notes = (*notes, *found)
+            produced = with_branches(produced, ran)  # after explore, which may replace them
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
             timed = fold(results, timed)
