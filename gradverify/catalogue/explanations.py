@@ -31,7 +31,8 @@ Calls your backward with seeded random grad_outputs and judges what it returned 
 (autograd would quietly cast or reshape some mistakes away): one gradient per forward
 argument (extra trailing Nones are fine), each with its argument's shape, dtype and device,
 no NaN/Inf, grad_output left unmodified, two runs giving the same gradients within
-`tolerance.nondet_tol`, and (exact mode) a third with grad_output times -2 giving -2
+`tolerance.nondet_tol` or rounding (atomic adds sum in another order each run: the spread
+is said, and the later checks allow it), and (exact mode) a third with grad_output times -2 giving -2
 times them: a derivative is linear in grad_output.
 
 Common failures and fixes:
@@ -41,8 +42,10 @@ Common failures and fixes:
     broadcast dimensions, e.g. grad.sum(0) for a bias).
   - a wrong dtype: cast the gradient back to the argument's dtype (grad.to(x.dtype)).
   - grad_output modified: compute a new tensor instead of writing into grad_output.
-  - nondeterministic: random numbers or atomic adds in backward; if intended, raise
-    `nondet_tol` in the spec's `tolerance`.
+  - nondeterministic: two runs differ by more than rounding: random numbers in backward,
+    or a gradient assigned at repeated indices (grad[index] = g) where it must accumulate
+    (index_add_, index_put_(accumulate=True)); if the spread is intended, set `nondet_tol`
+    in the spec's `tolerance` to the value the report measured.
   - not linear in grad_output: backward squares grad_output, takes its abs or sign, or
     clips it, which gradcheck's one-hot grad_outputs of 1 never show; if the clip is on
     purpose (gradient clipping), declare `gradient: surrogate`.""",
