@@ -86,6 +86,10 @@ class Result:
     # True: gradverify itself failed on this case (a bug to report, with the traceback in
     # `details`), not a finding about the user's code; the run's exit code is then 3.
     internal: bool = False
+    # True: bad input kept this case or target from running (a spec file that does not read,
+    # a target that cannot be loaded, a case that does not fit forward), not a finding about
+    # the user's code; the others run, and the run's exit code is then 2 (3 if internal).
+    usage: bool = False
     # Backward's branches this case ran (one result of the case carries them), if measured.
     branches: Branches | None = None
 
@@ -258,6 +262,12 @@ class Report:
     def internal_errors(self) -> tuple[Result, ...]:
         """The results where gradverify itself failed (exit code 3)."""
         return tuple(result for result in self.results if result.internal)
+
+    @property
+    def usage_errors(self) -> tuple[Result, ...]:
+        """The results where bad input (a spec, a target) kept something from running (exit
+        code 2, unless an internal error makes it 3)."""
+        return tuple(result for result in self.results if result.usage)
 
     @property
     def summary(self) -> Summary:

@@ -105,7 +105,9 @@ def test_a_case_with_too_few_inputs_is_a_usage_error_at_the_case_line(tmp_path):
     result = invoke("check", "--no-cache", str(spec))
     assert result.exit_code == ExitCode.USAGE, result.output
     assert f"{spec}:5: case 'x' gives 1 input but MatMul.forward takes 2: a, b" in result.output
-    assert "TypeError" not in result.output and "FAILED" not in result.output
+    assert "TypeError" not in result.output
+    # The case that fits still runs and is reported (tests/test_load_errors.py).
+    assert "case ok" in result.stdout
 
 
 def test_the_real_command_says_the_same_without_isolation_too(tmp_path):

@@ -39,7 +39,7 @@ def run_check(
     output: str | None = None,
     verbose: bool = False,
 ) -> int:
-    from gradverify.run import session
+    from gradverify.run import failures, session
 
     session.start_early(options)
     from gradverify.commands.offers import offers
@@ -54,12 +54,18 @@ def run_check(
     if scope.jobs is None and config.settings.jobs is not None:
         options = replace(options, jobs=config.settings.jobs)
     work = resolve(paths, config.spec_paths, scope.all_files, scope.changed_files)
-    plan = make_plan(work.arguments, spec, config.spec_paths) if work.arguments else Plan()
+    plan = (
+        make_plan(work.arguments, spec, config.spec_paths, keep_going=True)
+        if work.arguments
+        else Plan()
+    )
     entries = [*plan.entries, *work.entries]
+    _nothing_but_unread(plan, entries)
     notes = [note for note in (config.note, *work.notes, *plan.notes) if note]
     if not scope.changed_files and not work.entries:
         notes.extend(offers(paths))
     inferred, failed = session.infer_entries(plan.bare_targets, options)
+    failed[:0] = [failures.unread(error) for error in plan.unread]
     for entry, note in inferred:
         entries.append(entry)
         notes.append(note)
@@ -75,17 +81,59 @@ def run_check(
     lines = None if sys.stderr.isatty() else entries
     with progress_listener(show_progress, lines=lines) as listener:
         try:
-            report = session.run(entries, options, notes, listener)
+            report = session.run(entries, options, notes, listener, keep_going=True)
         except session.RunInterrupted as interrupted:  # what finished, then exit 130
             report = _complete(interrupted.report, failed, package)
             _emit(report, output_format, output, quiet, verbose)
             raise
     report = _complete(report, failed, package)
+    _nothing_but_usage_errors(report)
     _emit(report, output_format, output, quiet, verbose)
+    return exit_code(report)
+
+
+def exit_code(report: Report) -> int:
+    """3 if gradverify failed on a case (internal), else 2 if a spec or target could not be
+    used, else 1 if anything failed, else 0. Whatever made it, every result is reported."""
+    if report.usage_errors:
+        _refuse(report.usage_errors)
     if report.internal_errors:
         _plead(len(report.internal_errors))
         return ExitCode.INTERNAL
+    if report.usage_errors:
+        return ExitCode.USAGE
     return ExitCode.OK if report.passed else ExitCode.FAILED
+
+
+def _nothing_but_unread(plan: Plan, entries: list[SpecEntry]) -> None:
+    """Every spec file given failed to read, and nothing else is to be checked: their
+    errors, as one message (exit 2), as for a single spec file."""
+    from gradverify.errors import SpecError
+
+    if plan.unread and not (entries or plan.bare_targets or plan.code_arguments):
+        raise SpecError([issue for error in plan.unread for issue in error.issues])
+
+
+def _nothing_but_usage_errors(report: Report) -> None:
+    """Nothing ran but bad input (a single spec whose target does not load): its message,
+    with no report, exit 2, as for any error of usage."""
+    from gradverify.errors import GradverifyError
+
+    if report.results and len(report.usage_errors) == len(report.results):
+        raise GradverifyError("\n".join(_usage_messages(report.usage_errors)))
+
+
+def _usage_messages(results: tuple[Result, ...]) -> list[str]:
+    """Each usage error once, its message and details."""
+    return list(dict.fromkeys("\n".join((r.message, *r.details)) for r in results))
+
+
+def _refuse(results: tuple[Result, ...]) -> None:
+    """After the report: what could not be used, each once, on stderr (exit 2)."""
+    messages = _usage_messages(results)
+    sys.stderr.write("".join(f"error: {message.splitlines()[0]}\n" for message in messages))
+    count = f"{len(messages)} spec(s) or target(s)" if len(messages) != 1 else "1 spec or target"
+    sys.stderr.write(f"{count} could not be used (shown above); every other target was checked\n")
 
 
 def _complete(report: Report, failed: list[Result], package: PackageWork | None) -> Report:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gradverify._version import __version__
+from gradverify.errors import SpecError, SpecIssue
 from gradverify.results import Result, Status
 from gradverify.run.pool import Outcome
 from gradverify.run.tasks import Task
@@ -22,6 +23,15 @@ PLEA = (
 )
 # The check a target that never loaded is failed at: the one that runs forward first.
 LOAD_CHECK = "forward"
+# The case name of a result about a whole target, or a whole spec file, that never got to
+# its cases.
+NOT_LOADED_CASE = "not loaded"
+UNREAD_CASE = "not read"
+LOADING_HINT = (
+    "the target could not be loaded, so none of its cases ran: fix the `target:` key, install "
+    "what its module needs, or fix the error at import"
+)
+CASE_HINT = "the case could not be run as written, so none of its checks ran: fix the spec"
 
 
 def internal_error(
@@ -53,6 +63,53 @@ def not_loaded(target: str, case: str, message: str) -> Result:
         details=tuple(rest.splitlines()),
         hint="its module could not be imported, so none of its checks ran: install what it "
         "needs, or fix the error at import",
+    )  # fmt: skip
+
+
+def unusable(task: Task, message: str, not_loaded: bool) -> Result:
+    """Bad input that kept a case from running, found where it ran (a worker, or this process
+    without isolation): a target that cannot be loaded (one result for the target, at its
+    spec's line, named by file, line and key), or a case that does not fit forward (its
+    SpecError names the file and line). Its target's other cases and the other targets run;
+    the exit code is 2 at the end."""
+    entry = task.entry
+    target = entry.spec.target or ""
+    if not_loaded:
+        text = message.strip()
+        if entry.file is not None:
+            text = SpecIssue(entry.file, entry.line, None, "target", text).render()
+        return usage_error(target, NOT_LOADED_CASE, text, entry.file, entry.line, LOADING_HINT)
+    line = entry.case_lines.get(task.case, entry.line)
+    return usage_error(target, task.case, message, entry.file, line, CASE_HINT)
+
+
+def unread(error: SpecError) -> Result:
+    """A spec file that does not read or validate, among others that do: a result named by
+    the file (its target unknown), with every issue's file, line and key."""
+    first, *others = error.issues
+    return usage_error(
+        first.file, UNREAD_CASE, first.render(), first.file, first.line,
+        "the spec file could not be used, so none of its cases ran: fix it as the message says",
+        details=tuple(issue.render() for issue in others),
+    )  # fmt: skip
+
+
+def usage_error(
+    target: str,
+    case: str,
+    message: str,
+    spec_file: str | None,
+    spec_line: int | None,
+    hint: str,
+    details: tuple[str, ...] = (),
+) -> Result:
+    """A failed result for bad input (`usage`): the exit code is 2 unless an internal error
+    makes it 3. Its message's first line is the headline, the rest its details."""
+    headline, _, rest = message.strip().partition("\n")
+    return Result(
+        target=target, case=case, check=LOAD_CHECK, status=Status.FAIL, message=headline,
+        details=(*rest.splitlines(), *details), hint=hint, spec_file=spec_file,
+        spec_line=spec_line, usage=True,
     )  # fmt: skip
 
 

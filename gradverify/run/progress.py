@@ -103,7 +103,7 @@ class TargetLines:
             return
         if kind in ("results", "cached"):
             self.counts[key].update(r.status.value for r in value if r.applies)
-        elif kind in ("ended", "internal"):  # the case's failure is made after the run
+        elif kind in ("ended", "internal", "user_error"):  # its failure is made after the run
             self.counts[key]["fail"] += 1
         if kind not in FINISHED:
             return

@@ -47,7 +47,7 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 # The case name of a result about a whole target that never got to its cases.
-NOT_LOADED_CASE = "not loaded"
+NOT_LOADED_CASE = failures.NOT_LOADED_CASE
 INFERRING_CASE = "inferring inputs"
 Finished = dict[int, tuple[list[Result], tuple[str, ...]]]
 
@@ -70,8 +70,14 @@ def run(
     options: RunOptions,
     notes: Sequence[str] = (),
     listener: Listener | None = None,
+    keep_going: bool = False,
 ) -> Report:
-    """Every case of every entry, in the order written, whatever ran where."""
+    """Every case of every entry, in the order written, whatever ran where.
+
+    A spec or target error found while running a case (a target that cannot be loaded, a
+    case that does not fit forward) is raised; with `keep_going`, it is that case's result
+    (`failures.unusable`, one for a target that does not load) and the others run.
+    """
     entries = [_with_overrides(entry, options) for entry in entries]
     pairs = [(entry, case) for entry in entries for case in entry.spec.cases]
     tasks = [
@@ -90,9 +96,9 @@ def run(
     ran = {task.id for task in remaining}
     try:
         if options.isolation:
-            _in_workers(remaining, options, listener, finished)
+            _in_workers(remaining, options, listener, finished, keep_going)
         else:
-            _in_process(remaining, listener, finished)
+            _in_process(remaining, listener, finished, keep_going)
     except KeyboardInterrupt as interrupt:  # what finished is still worth reporting
         partial = _report([t for t in tasks if t.id in finished], finished, entries, notes)
         raise RunInterrupted(replace(partial, interrupted=True)) from interrupt
@@ -108,9 +114,15 @@ def _report(
 ) -> Report:
     results: list[Result] = []
     all_notes = list(notes)
+    unusable: set[Result] = set()  # a target that does not load: said once, not per case
     for task in tasks:
         case_results, case_notes = finished[task.id]
-        results.extend(case_results)
+        for result in case_results:
+            if result.usage:
+                if result in unusable:
+                    continue
+                unusable.add(result)
+            results.append(result)
         all_notes.extend(f"{task.entry.spec.target} [{task.case}]: {note}" for note in case_notes)
     return Report(
         results=tuple(once_per_function(contract_warnings(entries, results))),
@@ -246,7 +258,11 @@ def _with_overrides(entry: SpecEntry, options: RunOptions) -> SpecEntry:
 
 
 def _in_workers(
-    tasks: Sequence[Task], options: RunOptions, listener: Listener | None, finished: Finished
+    tasks: Sequence[Task],
+    options: RunOptions,
+    listener: Listener | None,
+    finished: Finished,
+    keep_going: bool = False,
 ) -> None:
     """Run `tasks` in worker processes; each one's results into `finished`. Interrupted,
     `finished` holds those whose worker said it was done."""
@@ -265,9 +281,9 @@ def _in_workers(
         for task in tasks:
             outcome = outcomes.get(task.id)
             if outcome is not None and (outcome.done or outcome.internal is not None):
-                finished[task.id] = _results_of(task, outcome)
+                finished[task.id] = _results_of(task, outcome, keep_going)
         raise
-    finished.update({task.id: _results_of(task, outcomes[task.id]) for task in tasks})
+    finished.update({task.id: _results_of(task, outcomes[task.id], keep_going) for task in tasks})
 
 
 def _heavy_imports(tasks: Sequence[Task]) -> list[str]:
@@ -283,9 +299,13 @@ def _heavy_imports(tasks: Sequence[Task]) -> list[str]:
     return list(imports)
 
 
-def _results_of(task: Task, outcome: Outcome) -> tuple[list[Result], tuple[str, ...]]:
+def _results_of(
+    task: Task, outcome: Outcome, keep_going: bool = False
+) -> tuple[list[Result], tuple[str, ...]]:
     if outcome.user_error is not None:
-        raise GradverifyError(outcome.user_error)
+        if not keep_going:
+            raise GradverifyError(outcome.user_error)
+        return [failures.unusable(task, outcome.user_error, outcome.not_loaded)], ()
     if outcome.ended is None and outcome.internal is None:
         return outcome.results, outcome.notes
     return [*outcome.results, *failures.ended_results(task, outcome)], outcome.notes
@@ -306,9 +326,12 @@ def import_the_engine() -> None:
             gc.enable()
 
 
-def _in_process(tasks: Sequence[Task], listener: Listener | None, finished: Finished) -> None:
+def _in_process(
+    tasks: Sequence[Task], listener: Listener | None, finished: Finished, keep_going: bool = False
+) -> None:
     """Run `tasks` here, one after another; each one's results into `finished`. gradverify's
-    own error on a case is that case's result, as in a worker (`_ended_results`)."""
+    own error on a case is that case's result, as in a worker (`_ended_results`), and so is
+    a spec or target error with `keep_going`."""
     import_the_engine()
     from gradverify.engine.case import Job, run_case
     from gradverify.target.loading import load_target
@@ -322,8 +345,12 @@ def _in_process(tasks: Sequence[Task], listener: Listener | None, finished: Fini
                 targets[name] = load_target(name)
             case = next(c for c in task.entry.spec.cases if c.name == task.case)
             results, notes = run_case(Job(task.entry, targets[name]), case, task.seed, observer)
-        except GradverifyError:
-            raise
+        except GradverifyError as error:
+            if not keep_going:
+                raise
+            observer.outcome.user_error = error.render()
+            observer.outcome.not_loaded = isinstance(error, TargetError)
+            observer.tell("user_error", observer.outcome.user_error)
         except Exception:
             observer.outcome.internal = traceback.format_exc()
             observer.tell("internal", observer.outcome.internal)
@@ -331,7 +358,7 @@ def _in_process(tasks: Sequence[Task], listener: Listener | None, finished: Fini
             observer.outcome.results, observer.outcome.notes = results, notes
             observer.outcome.done = True
             observer.tell("done", notes)
-        finished[task.id] = _results_of(task, observer.outcome)
+        finished[task.id] = _results_of(task, observer.outcome, keep_going)
 
 
 class _Observer:

@@ -38,14 +38,19 @@ class Plan:
     defined: list[DefinedTarget] = field(default_factory=list)
     code_arguments: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Spec files that do not read or validate, among others (`keep_going`): reported, not run.
+    unread: list[SpecError] = field(default_factory=list)
 
 
 def make_plan(
     arguments: Sequence[str],
     spec: str | None = None,
     spec_paths: Sequence[str] = (DEFAULT_SPEC_DIR,),
+    keep_going: bool = False,
 ) -> Plan:
-    """Resolve every argument; raise SpecError or UsageError on anything unusable.
+    """Resolve every argument; raise SpecError or UsageError on anything unusable. With
+    `keep_going`, a spec file among the arguments that does not read or validate is kept in
+    `plan.unread` instead, and the others are planned: one bad file never loses the run.
 
     A target runs the specs in `spec_paths` that name it, however either spells it
     (gradverify.spec.identity); with none, it runs zero-config under its canonical spelling,
@@ -60,7 +65,7 @@ def make_plan(
         if _is_code_directory(argument):
             _add_definitions(plan, argument, definitions_in_directory(argument), known)
         elif is_spec_path(argument):
-            plan.entries.extend(_entries_of(argument))
+            plan.entries.extend(_entries_of(argument, plan.unread if keep_going else None))
             plan.notes.extend(_package_note(argument))
         elif ":" not in argument:
             defined = definitions_in_module(argument) if is_module_name(argument) else None
@@ -127,7 +132,9 @@ def _add_definitions(plan: Plan, argument: str, found: list[Definition], known: 
         plan.defined.append(DefinedTarget(definition, canonical(definition.target), entries))
 
 
-def _entries_of(path: str) -> list[SpecEntry]:
+def _entries_of(path: str, unread: list[SpecError] | None = None) -> list[SpecEntry]:
+    """The entries of a spec file, or of every spec file below a directory; a file that does
+    not read or validate is raised, or added to `unread` when given."""
     files = spec_files(path)
     if not files:
         raise UsageError(f"no spec files (*.yaml, *.yml) in {path!r}")
@@ -135,19 +142,30 @@ def _entries_of(path: str) -> list[SpecEntry]:
     for file in files:
         if not file.exists():
             raise UsageError(f"no such spec file: {str(file)!r}")
-        for entry in load_spec_file(file):
-            if entry.spec.target is None:
-                raise SpecError(
-                    [
-                        SpecIssue(
-                            str(file),
-                            entry.line,
-                            1,
-                            "target",
-                            "no `target`: add `target: package.module:Attr`, or run "
-                            f"`gradverify check package.module:Attr --spec {file}`",
-                        )
-                    ]
-                )
-            entries.append(entry)
+        try:
+            entries.extend(_entries_of_file(file))
+        except SpecError as error:
+            if unread is None:
+                raise
+            unread.append(error)
+    return entries
+
+
+def _entries_of_file(file: Path) -> list[SpecEntry]:
+    entries = []
+    for entry in load_spec_file(file):
+        if entry.spec.target is None:
+            raise SpecError(
+                [
+                    SpecIssue(
+                        str(file),
+                        entry.line,
+                        1,
+                        "target",
+                        "no `target`: add `target: package.module:Attr`, or run "
+                        f"`gradverify check package.module:Attr --spec {file}`",
+                    )
+                ]
+            )
+        entries.append(entry)
     return entries

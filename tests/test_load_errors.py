@@ -1,0 +1,198 @@
+"""A spec or target that cannot be used, among others, is its own result; the others run.
+
+A spec run over several files and targets where one target cannot be imported (no module,
+no attribute, an ImportError or a SyntaxError in the user's module), one spec file does not
+read or validate, or one case does not fit forward: that one is a failed result with the
+clear message (file, line, key), every other target is checked and reported in every format,
+and the exit code is 2 at the end (3 if gradverify itself failed on a case). A single spec
+whose only target does not load stays one clear error, as before.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gradverify.cli import app
+from gradverify.exitcodes import ExitCode
+from tests.functions import run_errors
+
+pytestmark = pytest.mark.usefixtures("in_repo")
+
+CHECKS = "checks: [forward, backward, finite_difference]\n"
+GOOD = (
+    "target: gradverify.examples.activations:ReLU\n" + CHECKS + "cases:\n"
+    "  - {name: vector, inputs: [{shape: [6], low: 0.1, high: 2.0}]}\n"
+)
+GOOD_TARGET = "gradverify.examples.activations:ReLU"
+MISSING_MODULE = (
+    "target: no_such_module_for_gradverify:Fn\n" + CHECKS + "cases:\n"
+    "  - {name: small, inputs: [{shape: [3]}]}\n"
+)
+
+
+def check(*arguments: str):
+    return CliRunner().invoke(app, ["check", "--no-cache", *arguments])
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def usage_results(document: dict) -> list[dict]:
+    return [r for r in document["results"] if r["usage"]]
+
+
+def test_a_target_whose_module_is_missing_is_its_result_and_the_others_are_reported(tmp_path):
+    write(tmp_path, "good.yaml", GOOD)
+    bad = write(tmp_path, "missing.yaml", MISSING_MODULE)
+    report = tmp_path / "report.json"
+    result = check(str(tmp_path), "--format", "json", "-o", str(report))
+    assert result.exit_code == ExitCode.USAGE == 2, result.output
+    document = json.loads(report.read_text(encoding="utf-8"))
+    good = [r for r in document["results"] if r["target"] == GOOD_TARGET]
+    assert {r["check"] for r in good} >= {"forward", "backward", "finite_difference"}
+    assert all(r["status"] == "pass" for r in good)
+    (broken,) = usage_results(document)
+    assert broken["target"] == "no_such_module_for_gradverify:Fn"
+    assert (broken["status"], broken["case"], broken["internal"]) == ("fail", "not loaded", False)
+    assert broken["spec_file"] == str(bad) and broken["spec_line"] == 1
+    assert broken["message"] == (
+        f"{bad}:1: target: cannot load target 'no_such_module_for_gradverify:Fn': "
+        "no module named 'no_such_module_for_gradverify'"
+    )
+    assert document["passed"] is False
+    # The terminal's text report (with -o, stdout is text): both, and the error named last.
+    assert f"{GOOD_TARGET}  case vector" in result.stdout
+    assert str(bad) in result.stdout and "no_such_module_for_gradverify" in result.stdout
+    assert f"error: {bad}:1: target: cannot load target" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_attribute_import_and_syntax_errors_each_name_their_target_in_process(tmp_path):
+    """--no-isolation: the same in this process. One spec file, four targets: three that do
+    not load, each for its own reason, and one that runs."""
+    raises = write(tmp_path, "raises_on_import.py", "import not_installed_anywhere_xyz\n")
+    syntax = write(tmp_path, "bad_syntax.py", "def broken(:\n    pass\n")
+    spec = write(
+        tmp_path, "several.yaml",
+        "functions:\n"
+        f"  - target: gradverify.examples.activations:ReLUU\n    {CHECKS}"
+        "    cases: [{name: a, inputs: [{shape: [3]}]}]\n"
+        f"  - target: {raises}:Fn\n    {CHECKS}"
+        "    cases: [{name: a, inputs: [{shape: [3]}]}, {name: b, inputs: [{shape: [4]}]}]\n"
+        f"  - target: {syntax}:Fn\n    {CHECKS}"
+        "    cases: [{name: a, inputs: [{shape: [3]}]}]\n"
+        f"  - target: {GOOD_TARGET}\n    {CHECKS}"
+        "    cases: [{name: vector, inputs: [{shape: [6], low: 0.1, high: 2.0}]}]\n",
+    )  # fmt: skip
+    result = check(str(spec), "--no-isolation", "--format", "json")
+    assert result.exit_code == ExitCode.USAGE, result.output
+    document = json.loads(result.stdout)
+    broken = {r["target"]: r for r in usage_results(document)}
+    assert list(broken) == [
+        "gradverify.examples.activations:ReLUU",
+        f"{raises}:Fn",
+        f"{syntax}:Fn",
+    ]  # one result for each, not one per case
+    missing_attribute = broken["gradverify.examples.activations:ReLUU"]
+    assert missing_attribute["message"].startswith(f"{spec}:2: target: cannot load target")
+    assert "has no attribute 'ReLUU'" in missing_attribute["message"]
+    assert "did you mean 'ReLU'" in missing_attribute["message"]
+    assert f"{spec}:5: target:" in broken[f"{raises}:Fn"]["message"]
+    assert "ModuleNotFoundError" in broken[f"{raises}:Fn"]["message"]
+    assert "SyntaxError" in broken[f"{syntax}:Fn"]["message"]
+    assert {r["spec_line"] for r in broken.values()} == {2, 5, 8}
+    good = [r for r in document["results"] if r["target"] == GOOD_TARGET]
+    assert good and all(r["status"] == "pass" for r in good)
+    assert result.stderr.count("error: ") == 3
+
+
+def test_a_malformed_spec_among_good_ones_is_its_result(tmp_path):
+    write(tmp_path, "good.yaml", GOOD)
+    unclosed = write(
+        tmp_path, "unclosed.yaml",
+        f"target: {GOOD_TARGET}\ncases:\n  - name: a\n    inputs: [{{shape: [3]}}\n",
+    )  # fmt: skip
+    typo = write(
+        tmp_path, "typo.yaml",
+        f"target: {GOOD_TARGET}\ntolerence: {{atol: 1.0e-5}}\n"
+        "cases: [{name: a, inputs: [{shape: [3]}]}]\n",
+    )  # fmt: skip
+    result = check(str(tmp_path), "--format", "json")
+    assert result.exit_code == ExitCode.USAGE, result.output
+    document = json.loads(result.stdout)
+    assert [r["case"] for r in document["results"] if r["target"] == GOOD_TARGET] == [
+        "vector"
+    ] * 3  # the good spec's three checks ran; the broken files' target did not
+    broken = {r["spec_file"]: r for r in usage_results(document)}
+    assert set(broken) == {str(unclosed), str(typo)}
+    assert broken[str(unclosed)]["spec_line"] == 4
+    assert broken[str(unclosed)]["message"].startswith(f"{unclosed}:4:13: invalid YAML")
+    assert broken[str(unclosed)]["case"] == "not read"
+    assert broken[str(typo)]["message"].startswith(f"{typo}:2:1: tolerence: unknown key")
+    assert "did you mean 'tolerance'" in broken[str(typo)]["message"]
+    assert f"error: {typo}:2:1: tolerence" in result.stderr
+
+
+def test_a_case_that_does_not_fit_forward_is_its_result(tmp_path):
+    spec = write(
+        tmp_path, "arity.yaml",
+        f"target: {GOOD_TARGET}\n{CHECKS}cases:\n"
+        "  - {name: vector, inputs: [{shape: [6], low: 0.1, high: 2.0}]}\n"
+        "  - {name: two, inputs: [{shape: [3]}, {shape: [3]}]}\n",
+    )  # fmt: skip
+    result = check(str(spec), "--format", "json")
+    assert result.exit_code == ExitCode.USAGE, result.output
+    document = json.loads(result.stdout)
+    (broken,) = usage_results(document)
+    assert (broken["case"], broken["spec_line"]) == ("two", 5)
+    assert broken["message"].startswith(f"{spec}:5: case 'two' gives 2 inputs")
+    vector = [r for r in document["results"] if r["case"] == "vector"]
+    assert len(vector) == 3 and all(r["status"] == "pass" for r in vector)
+
+
+def test_a_single_spec_whose_target_does_not_load_is_one_clear_error(tmp_path):
+    bad = write(tmp_path, "missing.yaml", MISSING_MODULE)
+    result = check(str(bad), "--format", "json")
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"error: {bad}:1: target: cannot load target 'no_such_module_for_gradverify:Fn': "
+        "no module named 'no_such_module_for_gradverify'"
+    ]
+
+
+def test_every_spec_file_malformed_is_one_clear_error(tmp_path):
+    write(tmp_path, "a.yaml", "target: x:Y\ncases: 3\n")
+    write(tmp_path, "b.yaml", "- just a list\n")
+    result = check(str(tmp_path))
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith(f"error: {tmp_path / 'a.yaml'}:2")
+    assert lines[1].startswith(f"{tmp_path / 'b.yaml'}:1:1")
+
+
+def test_an_internal_error_outranks_a_target_error(tmp_path, monkeypatch):
+    """Both in one run: exit 3, with the target error and every other case reported."""
+    monkeypatch.setenv(run_errors.INJECT, "boom")
+    write(tmp_path, "missing.yaml", MISSING_MODULE)
+    write(
+        tmp_path, "double.yaml",
+        f"target: tests.functions.run_errors:Double\n{CHECKS}cases:\n"
+        "  - {name: first, inputs: [{shape: [3]}]}\n  - {name: boom, inputs: [{shape: [4]}]}\n",
+    )  # fmt: skip
+    result = check(str(tmp_path), "--format", "json")
+    assert result.exit_code == ExitCode.INTERNAL == 3, result.output
+    document = json.loads(result.stdout)
+    assert [r["target"] for r in usage_results(document)] == ["no_such_module_for_gradverify:Fn"]
+    assert [r["case"] for r in document["results"] if r["internal"]] == ["boom"]
+    first = [r for r in document["results"] if r["case"] == "first"]
+    assert len(first) == 3 and all(r["status"] == "pass" for r in first)
+    assert "error: " in result.stderr and "bug in gradverify" in result.stderr
