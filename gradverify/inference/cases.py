@@ -28,7 +28,7 @@ from gradverify.inference.choice import (
     is_float_tensor,
 )
 from gradverify.inference.probe import probe
-from gradverify.inference.reach import fitted, reaching
+from gradverify.inference.reach import fitted, reaching, relabeled
 from gradverify.inference.source import BranchPoints, branch_points, is_mask, source_facts
 from gradverify.inference.structure import unstructured
 
@@ -89,7 +89,7 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
             return
         seen.add(key)
         outcome = probe(target, choices, randomness=True)
-        case = (candidate.label, tuple(choices))
+        case = (relabeled(candidate.label, candidate.choices, choices), tuple(choices))
         if outcome.stage == "forward" or outcome.random or outcome.misfit:
             return  # outside forward's domain or contract, or forward is random there
         if candidate.bounded and outcome.scale > WIDE_SCALE:

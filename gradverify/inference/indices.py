@@ -1,7 +1,7 @@
 """Index tensors that fit what they index and what they pair with, and that repeat:
 
-- an index given to `index_add_`, `index_copy_`, `scatter_add` (or `bincount`'s weights)
-  with a source parameter has the source's length along the dim (`index_add_(0, ids,
+- an index given to `index_add_`, `index_copy_`, `index_put_`, `scatter_add` (or
+  `bincount`'s weights) with a source parameter has the source's length along the dim (`index_add_(0, ids,
   values)`: ids as long as values), or its shape for the scatter family;
 - a count (what forward allocates with as a first size, `new_zeros((num_segments, 4))`,
   or passes as `num_classes`, `minlength`) covers the indices: one more than the largest;
@@ -75,6 +75,14 @@ def _paired_arguments(
     if name == "bincount":  # torch.bincount(ids, weights=values)
         first = call.args[0] if call.args else keywords.get("input")
         return first, keywords.get("weights"), 0, False
+    if name in ("index_put", "index_put_"):  # out.index_put_((ids,), values, accumulate=True)
+        arguments = call.args[1:] if _is_module(_receiver(call)) else call.args
+        indices = arguments[0] if arguments else keywords.get("indices")
+        first = (
+            indices.elts[0] if isinstance(indices, ast.Tuple | ast.List) and indices.elts else None
+        )
+        values = arguments[1] if len(arguments) > 1 else keywords.get("values")
+        return first, values, 0, False
     if name not in PAIRING_CALLS:
         return None, None, 0, False
     index_at, source_at, whole = PAIRING_CALLS[name]
@@ -89,7 +97,11 @@ def _paired_arguments(
     return index, source, dim if isinstance(dim, int) else 0, whole
 
 
-def _is_module(node: ast.AST) -> bool:
+def _receiver(call: ast.Call) -> ast.AST | None:
+    return call.func.value if isinstance(call.func, ast.Attribute) else None
+
+
+def _is_module(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Name) and node.id in ("torch", "F")
 
 

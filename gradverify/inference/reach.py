@@ -22,8 +22,18 @@ if TYPE_CHECKING:
 
 def fitted(target: Target, choices: Sequence[Choice]) -> list[Choice]:
     """`choices` with index tensors valid for what they index, as long as what they pair
-    with and repeating; counts covering them; compared extents positive."""
-    return branches.positive_extents(target, indices.fit(target, fit_indices(choices)))
+    with and repeating; counts covering them; compared extents positive; an axis forward
+    reads with literals as wide as the base case got it."""
+    read = shapes.with_components(target, choices, kept_only=True)
+    return branches.positive_extents(target, indices.fit(target, fit_indices(read)))
+
+
+def relabeled(label: str, before: Sequence[Choice], after: Sequence[Choice]) -> str:
+    """A case's label with the shapes `fitted` changed (`points [3, 5]` -> `points [3, 2]`)."""
+    for old, new in zip(before, after, strict=True):
+        if old.shape != new.shape:
+            label = label.replace(f"{old.name} {list(old.shape)}", f"{new.name} {list(new.shape)}")
+    return label
 
 
 def reaching(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:

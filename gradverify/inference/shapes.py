@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import Choice, is_float_tensor
-from gradverify.inference.dataflow import Flow, target_flow
+from gradverify.inference.dataflow import Flow, called_name, target_flow
 from gradverify.inference.extra import Extra
 from gradverify.inference.plans import ELEMENTWISE, Plan
 from gradverify.target.syntax import own_nodes
@@ -31,6 +31,7 @@ RANKED = ((5,), (3, 4), (3, 4, 5), (2, 3, 4, 5))
 # The layouts whose other arguments the ranks are tried beside.
 BESIDE: tuple[tuple[int, ...] | str, ...] = (ELEMENTWISE, "linear")
 BATCH = 2
+READS = "forward reads"  # the reason a tensor got an axis as wide as forward reads it
 # At most this many assignments in the fallback: it runs only where no layout ran, but a
 # Function of many tensors would otherwise try each at every rank beside each layout.
 MOST_TRIALS = 32
@@ -43,19 +44,46 @@ def components(flow: Flow) -> dict[str, tuple[int, int]]:
     if flow.forward is None:
         return found
     for node in own_nodes(flow.forward):
+        read = _unbound(node, flow.parameters)
+        if read is not None:  # x, y = xy.unbind(-1): as xy[..., 1]
+            found.setdefault(read[0], (read[1], read[2]))
+            continue
         if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name):
             continue
         if node.value.id not in flow.parameters:
             continue
-        read = _component(node.slice)
-        if read is None:
+        read_at = _component(node.slice)
+        if read_at is None:
             continue
-        axis, index = read
+        axis, index = read_at
         known = found.get(node.value.id)
         if known is not None and known[0] != axis:
             continue
         found[node.value.id] = (axis, max(index + 1, known[1] if known else 0))
     return {name: read for name, read in found.items() if read[1] >= 2}
+
+
+def _unbound(node: ast.AST, parameters: tuple[str, ...]) -> tuple[str, int, int] | None:
+    """(parameter, axis, count) of `a, b = p.unbind(axis)` (axis a literal, -1 by default
+    for `unbind(-1)`, 0 for `unbind()`)."""
+    if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+        return None
+    call, targets = node.value, node.targets[0]
+    if called_name(call) != "unbind" or not isinstance(targets, ast.Tuple):
+        return None
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name) or receiver.id not in parameters:
+        return None
+    given = call.args[0] if call.args else next((k.value for k in call.keywords), None)
+    axis = _literal_int(given) if given is not None else 0
+    return (receiver.id, axis, len(targets.elts)) if axis is not None else None
+
+
+def _literal_int(node: ast.AST) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _literal_int(node.operand)
+        return -inner if inner is not None else None
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _component(index: ast.AST) -> tuple[int, int] | None:
@@ -78,12 +106,18 @@ def _whole(part: ast.AST) -> bool:
     return isinstance(part, ast.Slice) and part.lower is None and part.upper is None
 
 
-def with_components(target: Target, choices: Sequence[Choice]) -> list[Choice]:
-    """`choices` with each float tensor's subscripted axis as wide as forward reads it."""
-    read = components(target_flow(target))
+def with_components(
+    target: Target, choices: Sequence[Choice], kept_only: bool = False
+) -> list[Choice]:
+    """`choices` with each float tensor's subscripted axis as wide as forward reads it;
+    with `kept_only`, only those the base case got so (another case's other rank keeps
+    `points [2]` at two coordinates: `points [3, 2]`, not `[3, 5]`)."""
+    read = components(target_flow(target)) if any(is_float_tensor(c) for c in choices) else {}
     fitted = []
     for choice in choices:
         axis, size = read.get(choice.name, (None, 0))
+        if kept_only and not choice.reason.startswith(READS):
+            axis = None
         if (
             axis is not None
             and is_float_tensor(choice)
@@ -91,7 +125,7 @@ def with_components(target: Target, choices: Sequence[Choice]) -> list[Choice]:
         ):
             shape = list(choice.shape)
             shape[axis] = size
-            choice = replace(choice, shape=tuple(shape), reason=f"forward reads {size} along it")
+            choice = replace(choice, shape=tuple(shape), reason=f"{READS} {size} along it")
         fitted.append(choice)
     return fitted
 

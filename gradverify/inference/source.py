@@ -30,6 +30,8 @@ INDEX_CALLS = {
     "index_add_": (2, "index"), "index_copy_": (2, "index"), "index_fill_": (2, "index"),
     "scatter_add_": (2, "index"), "scatter_": (2, "index"), "scatter_reduce_": (2, "index"),
     "masked_fill_": (1, "mask"), "masked_scatter_": (1, "mask"),
+    # out.index_put_((ids,), values, accumulate=True): the indices are a tuple
+    "index_put": (1, "indices"), "index_put_": (1, "indices"),
 }  # fmt: skip
 # Names that conventionally hold indices or class labels.
 INDEX_NAMES = re.compile(

@@ -62,3 +62,20 @@ class GatherLosesRepeats(Gather):
         gw = g.new_zeros((ctx.rows, *g.shape[1:]))
         gw[idx] = g
         return gw, None
+
+
+class SegmentSumIndexPut(torch.autograd.Function):
+    """SegmentSum written with index_put_ and accumulate=True."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, values: torch.Tensor, segment_ids: torch.Tensor, num_segments: int
+    ) -> torch.Tensor:
+        ctx.save_for_backward(segment_ids)
+        out = torch.zeros((num_segments, *values.shape[1:]), dtype=values.dtype)
+        return out.index_put_((segment_ids,), values, accumulate=True)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (segment_ids,) = ctx.saved_tensors
+        return grad[segment_ids], None, None

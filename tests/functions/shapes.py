@@ -139,3 +139,19 @@ class TraceSumsTheBatch(Trace):
         (a,) = ctx.saved_tensors
         eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
         return (grad.sum() * eye).expand_as(a)
+
+
+class PolarRadius(torch.autograd.Function):
+    """The distance from the origin of each point (x, y) of points [..., 2], unbound."""
+
+    @staticmethod
+    def forward(ctx: Any, points: torch.Tensor) -> torch.Tensor:
+        x, y = points.unbind(-1)
+        ctx.save_for_backward(points)
+        return (x * x + y * y + 1.0).sqrt()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (points,) = ctx.saved_tensors
+        radius = (points.pow(2).sum(-1, keepdim=True) + 1.0).sqrt()
+        return grad[..., None] * points / radius

@@ -98,3 +98,10 @@ def test_a_gather_that_loses_repeats_fails_on_every_seed(seed: int) -> None:
 
 def test_a_gather_that_accumulates_passes() -> None:
     assert zero_config("Gather").passed
+
+
+def test_an_index_put_with_accumulate_pairs_its_indices_with_the_values() -> None:
+    values, ids, count = inferred("SegmentSumIndexPut").choices
+
+    assert (ids.dtype, ids.shape, count.value) == ("int64", values.shape, ids.high + 1)
+    assert zero_config("SegmentSumIndexPut").passed

@@ -99,3 +99,21 @@ def test_a_backward_that_sums_over_the_batch_fails_on_the_batch_only() -> None:
 
 def test_a_right_trace_passes_its_batch() -> None:
     assert zero_config("Trace").passed
+
+
+# --- an axis unbound into names, kept in the other ranks ----------------------------------
+
+
+def test_an_unbound_axis_gives_its_size_and_the_other_ranks_keep_it() -> None:
+    inference = inferred("PolarRadius")
+
+    assert [choice.shape for choice in inference.choices] == [(2,)]
+    assert [label for label, _ in inference.extra] == ["points [3, 2]", "points [2, 3, 2]"]
+    assert [choices[0].shape for _, choices in inference.extra] == [(3, 2), (2, 3, 2)]
+
+
+def test_a_right_function_of_unbound_coordinates_passes_every_rank() -> None:
+    report = zero_config("PolarRadius")
+
+    assert report.passed
+    assert report.summary.cases == 3
