@@ -54,3 +54,16 @@ def test_spread_within_rounding_of_the_gradients_dtype() -> None:
     assert small.rounding and small.flat == 1
     assert not large.rounding and large.flat == 2
     assert spreads([gradient, None], [gradient.clone(), None]) == []
+
+
+def test_a_sum_of_many_terms_per_entry_may_round_further() -> None:
+    """index_add_ of 10^4 rows into each entry reorders 10^4 terms: rounding grows as their
+    square root, so such a spread is still rounding, while the same spread of an entry that
+    sums one term is not."""
+    gradient = torch.tensor([100.0, -50.0], dtype=torch.float32)
+    unit = torch.finfo(torch.float32).eps
+    again = gradient + torch.tensor([1000 * unit * 100.0, 0.0])
+    (one_term,) = spreads([gradient], [again], output_elements=2)
+    (many_terms,) = spreads([gradient], [again], output_elements=20_000)
+    assert not one_term.rounding
+    assert many_terms.rounding

@@ -69,7 +69,12 @@ class BackwardCheck:
         if context.spec.gradient == "approximate":
             spread = run_to_run_spread(first, again)  # a stochastic estimator's, as declared
         else:
-            found = [s for s in spreads(first, again) if s.worst > context.tolerance.nondet_tol]
+            elements = sum(output.numel() for _, output in differentiable_outputs(outputs))
+            found = [
+                spread
+                for spread in spreads(first, again, elements)
+                if spread.worst > context.tolerance.nondet_tol
+            ]
             problems += [
                 _nondeterministic(context, self.id, s, first, again)
                 for s in found

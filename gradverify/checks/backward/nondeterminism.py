@@ -9,6 +9,7 @@ race that loses one of the writes to a repeated index) still fails.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +17,9 @@ from typing import Any
 import torch
 
 # Units in the last place of the gradient's dtype, at the gradient's largest magnitude, that
-# a reordered sum may move an entry by: a few dozen for sums of thousands of terms, while a
-# lost write moves an entry by a whole term.
+# a reordered sum may move an entry by, times the square root of the terms summed into one
+# entry on average (rounding errors in random order grow as a random walk); a lost write
+# moves an entry by a whole term.
 ROUNDING_ULPS = 64.0
 
 
@@ -28,7 +30,7 @@ class Spread:
     index: int  # the argument
     worst: float  # the largest |first - again|
     flat: int  # the flat element where it is largest
-    allowance: float  # what reordered sums can explain: ROUNDING_ULPS ulps of max |gradient|
+    allowance: float  # what reordered sums can explain (ROUNDING_ULPS ulps of max |gradient|)
 
     @property
     def rounding(self) -> bool:
@@ -36,8 +38,12 @@ class Spread:
         return self.worst <= self.allowance
 
 
-def spreads(first: Sequence[Any], again: Sequence[Any]) -> list[Spread]:
-    """The arguments whose gradients differ between two runs, each with its spread."""
+def spreads(
+    first: Sequence[Any], again: Sequence[Any], output_elements: int | None = None
+) -> list[Spread]:
+    """The arguments whose gradients differ between two runs, each with its spread.
+    `output_elements`: the differentiable outputs' elements, the terms an argument's gradient
+    can sum (default: one per gradient entry)."""
     found = []
     for index, (one, two) in enumerate(zip(first, again, strict=False)):
         if not isinstance(one, torch.Tensor) or not isinstance(two, torch.Tensor):
@@ -51,11 +57,14 @@ def spreads(first: Sequence[Any], again: Sequence[Any]) -> list[Spread]:
         if worst == 0.0:
             continue
         flat = int(torch.nan_to_num(difference, nan=float("inf")).argmax())
-        found.append(Spread(index, worst, flat, _allowance(one, one_wide, two_wide)))
+        terms = max(1.0, (output_elements or 0) / one.numel())
+        allowance = _allowance(one, one_wide, two_wide) * math.sqrt(terms)
+        found.append(Spread(index, worst, flat, allowance))
     return found
 
 
 def _allowance(gradient: torch.Tensor, one: torch.Tensor, two: torch.Tensor) -> float:
+    """ROUNDING_ULPS units in the last place of the gradient's dtype at its largest value."""
     dtype = gradient.dtype if gradient.is_floating_point() or gradient.is_complex() else None
     unit = torch.finfo(dtype).eps if dtype is not None else 0.0
     magnitudes = torch.cat([one.abs().reshape(-1), two.abs().reshape(-1)])
