@@ -10,6 +10,7 @@ Importing this module never imports torch.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 # How far the tensor's value may lie from the default: near it, inside forward's domain.
 SPREAD = 0.25
+SMALLEST_SPREAD = 1e-3  # a range the spec accepts (low < high) around a tiny default
 
 
 def in_arithmetic(flow: Flow) -> frozenset[str]:
@@ -50,7 +52,9 @@ def as_tensors(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
         if choice.kind != LITERAL or type(choice.value) is not float or choice.name not in used:
             continue
         value = choice.value
-        spread = SPREAD * abs(value) if value else SPREAD
+        if not math.isfinite(value):
+            continue
+        spread = max(SPREAD * abs(value), SMALLEST_SPREAD) if value else SPREAD
         tensor = Choice(
             choice.name, TENSOR, (), reason=f"a 0-d tensor near the default {value!r}",
             low=value - spread, high=value + spread,
