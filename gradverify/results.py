@@ -31,12 +31,13 @@ class Branches:
     line: int  # where the function is defined (its `def`)
     possible: tuple[tuple[int, int], ...]
     taken: tuple[tuple[int, int], ...]
+    lines: tuple[int, ...] = ()  # backward's lines the case ran, however reached
 
     @staticmethod
     def from_dict(plain: dict[str, Any]) -> Branches:
         arcs = ("possible", "taken")
         fields = {**plain, **{name: tuple(tuple(arc) for arc in plain[name]) for name in arcs}}
-        return Branches(**fields)
+        return Branches(**{**fields, "lines": tuple(plain.get("lines", ()))})
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ class BranchCoverage:
     line: int
     possible: tuple[tuple[int, int], ...]
     taken: tuple[tuple[int, int], ...]
+    lines: tuple[int, ...] = ()  # backward's lines any case ran
 
     @property
     def never(self) -> tuple[tuple[int, int], ...]:
@@ -187,9 +189,11 @@ def branch_coverage(results: Sequence[Result]) -> list[BranchCoverage]:
             continue
         known = found.get(result.target)
         taken = set(branches.taken) | (set(known.taken) if known is not None else set())
+        lines = set(branches.lines) | (set(known.lines) if known is not None else set())
         found[result.target] = BranchCoverage(
             result.target, branches.function, branches.file, branches.line,
             branches.possible, tuple(arc for arc in branches.possible if arc in taken),
+            tuple(sorted(lines)),
         )  # fmt: skip
     return list(found.values())
 

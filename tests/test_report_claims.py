@@ -271,3 +271,23 @@ def test_a_case_from_the_cache_keeps_its_branches(tmp_path):
     again = session.run(entries, options)
     assert all(result.cached for result in again.results)
     assert branch_coverage(again.results) == branch_coverage(first.results) != []
+
+
+def test_a_jump_never_taken_to_a_line_that_ran_is_named_as_a_jump(run_spec):
+    from gradverify.examples.linear import Linear
+
+    report = run_spec(
+        """
+        target: gradverify.examples.linear:Linear
+        checks: [backward]
+        cases: [{name: all, inputs: [{shape: [4, 3]}, {shape: [2, 3]}, {shape: [2]}]}]
+        """
+    )
+    (found,) = branch_coverage(report.results)
+    first = line_of(Linear.backward, "if ctx.needs_input_grad[0]")
+    second = line_of(Linear.backward, "if ctx.needs_input_grad[1]")
+    third = line_of(Linear.backward, "if bias is not None")
+    assert set(found.never) == {(first, second), (second, third), (third, third + 2)}
+    text = FORMATS["text"](report, RenderOptions(width=200))
+    assert f"({first}->{second}, {second}->{third}, {third}->{third + 2} never taken)" in text
+    assert f"line {second} never" not in text  # it ran: every case needs every gradient

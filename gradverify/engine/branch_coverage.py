@@ -60,7 +60,9 @@ def measuring(target: Target) -> Iterator[Callable[[], Branches | None]]:
             executed = data.arcs(file) or []
             ran = {arc for arc in executed if start <= abs(arc[0]) <= end}
             if ran:  # backward ran on this thread, and was seen
-                taken[0] = Branches(FUNCTION, file, line, arcs, tuple(a for a in arcs if a in ran))
+                lines = {end_ for arc in ran for end_ in arc if start <= end_ <= end}
+                kept = tuple(arc for arc in arcs if arc in ran)
+                taken[0] = Branches(FUNCTION, file, line, arcs, kept, tuple(sorted(lines)))
 
 
 def with_branches(results: list[Result], branches: Branches | None) -> list[Result]:

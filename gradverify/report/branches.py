@@ -17,17 +17,19 @@ def branch_line(found: BranchCoverage) -> str:
     run = total - len(found.never)
     said = f"{found.function}: {run} of {total} branch{'es' if total != 1 else ''} run"
     if found.never:
-        said += f" ({_never(found.never)})"
+        said += f" ({_never(found.never, set(found.lines))})"
     return f"{said}, {relative_path(found.file)}:{found.line}"
 
 
-def _never(arcs: tuple[tuple[int, int], ...]) -> str:
-    """`line 41 never`, `lines 14, 15 never`, `the exit from line 18 never`."""
-    lines = sorted({to for _, to in arcs if to > 0})
-    exits = sorted({start for start, to in arcs if to < 0})
+def _never(arcs: tuple[tuple[int, int], ...], ran: set[int]) -> str:
+    """`line 41 never` for a line no case ran; `33->35 never taken` for a jump not taken to a
+    line that ran by another way (an `if` always true), `18->exit` for a way out."""
+    lines = sorted({to for _, to in arcs if to > 0 and to not in ran})
+    jumps = [f"{start}->{to if to > 0 else 'exit'}" for start, to in arcs if to < 0 or to in ran]
     parts = []
     if lines:
         numbers = ", ".join(str(line) for line in lines)
-        parts.append(f"line{'s' if len(lines) > 1 else ''} {numbers}")
-    parts.extend(f"the exit from line {start}" for start in exits)
-    return " and ".join(parts) + " never"
+        parts.append(f"line{'s' if len(lines) > 1 else ''} {numbers} never")
+    if jumps:
+        parts.append(f"{', '.join(jumps)} never taken")
+    return "; ".join(parts)
