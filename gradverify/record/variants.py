@@ -57,7 +57,10 @@ def without_gradient(
     if not promoted:
         return frozenset()
     choices = [Kept(_name(names, i), KEPT, kept=item) for i, item in enumerate(case.inputs)]
-    outcome = probe(target, choices)
+    try:
+        outcome = probe(target, choices)
+    except Exception:  # an input no tensor can be built from: every gradient is asked for
+        return frozenset()
     if outcome.stage != "done":
         return frozenset()
     return frozenset(index for index in promoted if index in outcome.none)
@@ -79,7 +82,10 @@ def added_cases(
         return added  # probes run here, on the CPU: a recorded cuda case keeps its own device
     base = [_choice(_name(names, i), item) for i, item in enumerate(case.inputs)]
     base += _defaults_after(names, defaults, len(base))
-    found = list(widened(target, base)) + list(_dims_kept(target, base))
+    try:
+        found = list(widened(target, base)) + list(_dims_kept(target, base))
+    except Exception:  # what the user's code does outside a probe: the recorded cases stand
+        found = []
     seen = [case.inputs, *(other.inputs for other in added)]
     for label, choices in found:
         inputs = [choice.item for choice in choices]
