@@ -196,3 +196,21 @@ def test_an_internal_error_outranks_a_target_error(tmp_path, monkeypatch):
     first = [r for r in document["results"] if r["case"] == "first"]
     assert len(first) == 3 and all(r["status"] == "pass" for r in first)
     assert "error: " in result.stderr and "bug in gradverify" in result.stderr
+
+
+def test_a_target_named_on_the_command_line_that_does_not_load_among_others(tmp_path):
+    """Zero-config: a target no spec names that cannot be imported, beside a spec and a
+    target that can, is its result; the others are inferred, run and reported."""
+    good = write(tmp_path, "good.yaml", GOOD)
+    result = check(
+        str(good), "gradverify.examples.swish:Swosh", "tests.functions.correct:Square",
+        "--format", "json",
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.USAGE, result.output
+    document = json.loads(result.stdout)
+    (broken,) = usage_results(document)
+    assert (broken["target"], broken["case"]) == ("gradverify.examples.swish:Swosh", "not loaded")
+    assert "has no attribute 'Swosh' (did you mean 'Swish'?)" in broken["message"]
+    targets = {r["target"] for r in document["results"] if not r["usage"]}
+    assert targets == {GOOD_TARGET, "tests.functions.correct:Square"}
+    assert "error: cannot load target 'gradverify.examples.swish:Swosh'" in result.stderr

@@ -64,7 +64,7 @@ def run_check(
     notes = [note for note in (config.note, *work.notes, *plan.notes) if note]
     if not scope.changed_files and not work.entries:
         notes.extend(offers(paths))
-    inferred, failed = session.infer_entries(plan.bare_targets, options)
+    inferred, failed = session.infer_entries(plan.bare_targets, options, keep_going=True)
     failed[:0] = [failures.unread(error) for error in plan.unread]
     for entry, note in inferred:
         entries.append(entry)

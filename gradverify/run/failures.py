@@ -28,9 +28,10 @@ LOAD_CHECK = "forward"
 NOT_LOADED_CASE = "not loaded"
 UNREAD_CASE = "not read"
 LOADING_HINT = (
-    "the target could not be loaded, so none of its cases ran: fix the `target:` key, install "
-    "what its module needs, or fix the error at import"
+    "the target could not be loaded, so none of its cases ran: fix its name, install what its "
+    "module needs, or fix the error at import"
 )
+INFERRING_HINT = "its inputs could not be inferred, so none of its checks ran: give them in a spec"
 CASE_HINT = "the case could not be run as written, so none of its checks ran: fix the spec"
 
 

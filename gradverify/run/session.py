@@ -154,18 +154,45 @@ def start_early(options: RunOptions) -> None:
 
 
 def infer_entries(
-    targets: Sequence[str], options: RunOptions
+    targets: Sequence[str], options: RunOptions, keep_going: bool = False
 ) -> tuple[list[tuple[SpecEntry, str]], list[Result]]:
     """Zero-config: a spec entry and a note for each target that no spec names, and an
     internal-error result for each target that gradverify failed on while inferring.
+
+    A target that cannot be loaded or whose inputs cannot be inferred is raised; with
+    `keep_going`, it is a usage result (exit 2 at the end) and the others are inferred.
 
     Answered from the cache while a target's source is unchanged; else inferred in a worker
     when isolated, so that the user's forward runs isolated and this process never imports
     torch: a zero-config check pays one torch import, the fork server's.
     """
+    if keep_going:
+        return _infer_each_or_usage(targets, options)
     inferred = infer_each(targets, options, keep_going=False)
     entries = [found for found in inferred if isinstance(found, tuple)]
     return entries, [found for found in inferred if isinstance(found, Result)]
+
+
+def _infer_each_or_usage(
+    targets: Sequence[str], options: RunOptions
+) -> tuple[list[tuple[SpecEntry, str]], list[Result]]:
+    entries: list[tuple[SpecEntry, str]] = []
+    results: list[Result] = []
+    for target in targets:
+        try:
+            found = infer_entries([target], options)
+        except GradverifyError as error:
+            not_loaded = isinstance(error, (TargetError, NotLoaded))
+            case, hint = (
+                (NOT_LOADED_CASE, failures.LOADING_HINT)
+                if not_loaded
+                else (INFERRING_CASE, failures.INFERRING_HINT)
+            )
+            results.append(failures.usage_error(target, case, error.render(), None, None, hint))
+            continue
+        entries.extend(found[0])
+        results.extend(found[1])
+    return entries, results
 
 
 Inferred = tuple[SpecEntry, str] | GradverifyError | Result
