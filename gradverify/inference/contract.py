@@ -32,7 +32,7 @@ NAMED_KINDS = (
 TRIANGULAR_NAMES = re.compile(r"^(L|chol|cholesky|scale_tril|\w+_chol|chol_\w+|L_\w+)$")
 # Words of a docstring line about a parameter, and the structure each asks for.
 STRUCTURE_WORDS = (
-    (re.compile(r"positive[- ]definite|\bSPD\b|\bPD\b|covariance", re.I), "spd"),
+    (re.compile(r"positive[- ](semi-?)?definite|\bS?PS?D\b|covariance", re.I), "spd"),
     (re.compile(r"lower[- ]triangular|cholesky factor", re.I), "lower"),
     (re.compile(r"upper[- ]triangular", re.I), "upper"),
     (re.compile(r"\bsymmetric\b|\bhermitian\b", re.I), "symmetric"),

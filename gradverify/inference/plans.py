@@ -147,6 +147,8 @@ def plans_of(target: Target) -> list[Plan]:
     for index, name in enumerate(target.parameters):
         annotation = annotations.get(name, "")
         said = _heeded(contracts.get(name), annotation, name in facts.indices)
+        if said is not None and (annotation in SCALAR_TYPES or name in SCALAR_NAMES):
+            said = None  # a number by its annotation or name: no tensor's contract
         contracted = _contracted(index, name, said, symbols) if said is not None else None
         if index in passed and name not in target.defaults and name not in facts.indices:
             plans.append(_as_called(index, name, passed[index]))
@@ -236,7 +238,10 @@ def _contracted(index: int, name: str, said: Contract, symbols: dict[str, int]) 
             shape = SQUARE
     if shape is None and structure is None:
         return None
-    return Plan(index, name, TENSOR, None, reason, False, structure=structure, fixed=shape)
+    # Only words said it (`eps: a small positive number`): a tensor first, a number if
+    # backward leaves it None, as for any other parameter.
+    loose = shape is None and structure not in MATRIX_STRUCTURES
+    return Plan(index, name, TENSOR, None, reason, loose, structure=structure, fixed=shape)
 
 
 def _written(target: Target, index: int) -> bool:

@@ -335,3 +335,24 @@ class SmallestEigenvalue(Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (vector,) = ctx.saved_tensors
         return grad[..., None, None] * vector[..., :, None] * vector[..., None, :]
+
+
+class SafeLog(Function):
+    """log(x + eps).
+
+    Args:
+        x: positive values.
+        eps: a small positive number.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, eps: float) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.eps = eps
+        return torch.log(x + eps)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        return grad / (x + ctx.eps), None

@@ -157,3 +157,11 @@ def test_a_name_or_the_op_applied_gives_the_structure(
     matrix = chosen(name)[parameter]
 
     assert (matrix.shape, matrix.structure) == ((3, 3), structure)  # type: ignore[attr-defined]
+
+
+def test_docstring_words_give_a_tensor_its_structure_and_leave_a_number_a_number() -> None:
+    x, eps = chosen("SafeLog").values()
+
+    assert (x.kind, x.structure) == (TENSOR, "positive")  # type: ignore[attr-defined]
+    assert eps.kind != TENSOR  # type: ignore[attr-defined]
+    assert failed(zero_config("SafeLog")) == set()
