@@ -291,3 +291,16 @@ def test_a_jump_never_taken_to_a_line_that_ran_is_named_as_a_jump(run_spec):
     text = FORMATS["text"](report, RenderOptions(width=200))
     assert f"({first}->{second}, {second}->{third}, {third}->{third + 2} never taken)" in text
     assert f"line {second} never" not in text  # it ran: every case needs every gradient
+
+
+def test_layouts_runs_count_the_branches_for_an_input_that_needs_no_gradient(run_spec):
+    report = run_spec(
+        """
+        target: gradverify.examples.linear:Linear
+        checks: [backward, layouts]
+        cases: [{name: all, inputs: [{shape: [4, 3]}, {shape: [2, 3]}, {shape: [2]}]}]
+        """
+    )
+    (found,) = branch_coverage(report.results)
+    assert found.complete  # layouts ran backward with each input in turn not requiring grad
+    assert "branches run" not in FORMATS["text"](report, RenderOptions())

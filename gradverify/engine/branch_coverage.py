@@ -1,8 +1,11 @@
 """Which branches of backward a case ran, measured by coverage.py's branch coverage.
 
-One check of the case is measured (the first of MEASURED it runs), with coverage.py restricted
-to the file that defines backward, and the arcs kept are those out of backward's own lines
-with more than one way on. Nothing is measured, and nothing said, where backward has no
+The checks of a case that run backward on its own inputs in its ways are measured (`backward`
+on the case as it is, `layouts` with each input in turn not requiring grad, so that both sides
+of `if ctx.needs_input_grad[i]` count; else the first of gradcheck and finite_difference),
+with coverage.py restricted to the file that defines backward, and the arcs kept are those
+out of backward's own lines with more than one way on. Each measured check's first result
+carries what it ran; a target's coverage is the union over its results. Nothing is measured, and nothing said, where backward has no
 Python source (a C++ op), where coverage.py is missing, where another tracer that is not
 coverage.py runs (a debugger), or where backward ran on another thread (autograd's device
 threads), so that no line of it was seen.
@@ -22,9 +25,9 @@ from typing import Any
 from gradverify.results import Branches, Result
 from gradverify.target.loaded import Target
 
-# The checks that run backward on the case's own inputs, in the order preferred: the first
-# one a case runs is measured (backward's own check runs it three times and costs least).
-MEASURED = ("backward", "gradcheck", "finite_difference")
+# The checks measured where the case runs them; else the first of FALLBACK it runs.
+MEASURED = frozenset({"backward", "layouts"})
+FALLBACK = ("gradcheck", "finite_difference")
 FUNCTION = "backward"
 
 Arc = tuple[int, int]
@@ -37,9 +40,11 @@ _QUIET = (
 )  # fmt: skip
 
 
-def measured_check(checks: Sequence[str]) -> str | None:
-    """The check of `checks` whose run is measured, if any."""
-    return next((check for check in MEASURED if check in checks), None)
+def measured_checks(checks: Sequence[str]) -> frozenset[str]:
+    """The checks of `checks` whose runs are measured."""
+    chosen = MEASURED.intersection(checks)
+    fallback = next((check for check in FALLBACK if check in checks), None)
+    return frozenset(chosen or ([fallback] if fallback is not None else []))
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from typing import Protocol
 from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, not_run
-from gradverify.engine.branch_coverage import measured_check, measuring, with_branches
+from gradverify.engine.branch_coverage import measured_checks, measuring, with_branches
 from gradverify.engine.explore import CHECK as EXPLORED_CHECK
 from gradverify.engine.folding import fold
 from gradverify.engine.off_kinks import settle_inputs
@@ -85,13 +85,13 @@ def run_case(
             return _told(observer, _case_fails(context, checks, message)), ()
         context = replace(context, arguments=arguments)
         results: list[Result] = []
-        measured = measured_check(checks)
+        measured = measured_checks(checks)
         for check_id in checks:
             if observer is not None:
                 observer.check_started(check_id)
             started = time.perf_counter()
             ran = None  # backward's branches this case ran, when measured
-            if check_id == measured:
+            if check_id in measured:
                 with measuring(job.target) as branches:
                     produced = _run_check(check_id, replace(context, earlier=tuple(results)))
                 ran = branches()
