@@ -33,7 +33,7 @@ from gradverify.inference.choice import (
 )
 from gradverify.inference.plans import choices_for, layouts_for, plans_of
 from gradverify.inference.precision import in_kernel_precision
-from gradverify.inference.probe import probe
+from gradverify.inference.probe import NO_TENSOR, probe
 from gradverify.inference.reach import fitted
 from gradverify.inference.search import Search
 from gradverify.inference.shapes import each_rank
@@ -87,6 +87,8 @@ def _base(target: Target) -> Inference:
     if search.forward_ran is not None:  # the checks will show what backward does wrong
         return Inference(target.spec, tuple(search.forward_ran), target.variadic, ran=False)
     unknown = "forward rejected every shape tried: choose its shape"
+    if search.first_error and search.first_error.startswith(("backward raised", NO_TENSOR)):
+        unknown = "no guess fitted the Function's contract: choose what it takes"
     guesses = [
         replace(choice, reason=unknown) if is_float_tensor(choice) else choice
         for choice in fitted(target, in_domain(choices_for(plans, layouts[0]), -1.0, 1.0))
