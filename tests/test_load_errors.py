@@ -214,3 +214,30 @@ def test_a_target_named_on_the_command_line_that_does_not_load_among_others(tmp_
     targets = {r["target"] for r in document["results"] if not r["usage"]}
     assert targets == {GOOD_TARGET, "tests.functions.correct:Square"}
     assert "error: cannot load target 'gradverify.examples.swish:Swosh'" in result.stderr
+
+
+def test_every_format_reports_the_target_that_does_not_load_and_the_others(tmp_path):
+    """session.run(keep_going=True) in this process, each format rendered from its report."""
+    from gradverify.report import FORMATS, RenderOptions
+    from gradverify.run import session
+    from gradverify.spec.load import parse_spec
+
+    entries = [
+        *parse_spec(MISSING_MODULE, str(tmp_path / "missing.yaml")),
+        *parse_spec(GOOD, str(tmp_path / "good.yaml")),
+    ]
+    options = session.RunOptions(isolation=False, cache=False)
+    with pytest.raises(Exception, match="no module named 'no_such_module_for_gradverify'"):
+        session.run(entries, options)  # as the pytest plugin and init need it: raised
+    report = session.run(entries, options, keep_going=True)
+    assert [r.target for r in report.usage_errors] == ["no_such_module_for_gradverify:Fn"]
+    assert not report.internal_errors and not report.passed
+    for name, render in FORMATS.items():
+        text = render(report, RenderOptions())
+        assert "no module named" in text, name
+        assert "missing.yaml" in text, name
+        # The good target's passes: listed, or counted where only problems are listed.
+        assert "ReLU" in text or name in ("github", "sarif"), name
+    assert "3 passed, 1 failed" in FORMATS["github"](report, RenderOptions())
+    sarif = json.loads(FORMATS["sarif"](report, RenderOptions()))
+    assert sarif["runs"][0]["properties"]["summary"]["passed"] == 3
