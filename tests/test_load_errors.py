@@ -70,6 +70,9 @@ def test_a_target_whose_module_is_missing_is_its_result_and_the_others_are_repor
     # The terminal's text report (with -o, stdout is text): both, and the error named last.
     assert f"{GOOD_TARGET}  case vector" in result.stdout
     assert str(bad) in result.stdout and "no_such_module_for_gradverify" in result.stdout
+    text = " ".join(result.stdout.split())
+    assert "✗ forward (spec or target error)" in text
+    assert text.endswith("1 spec or target error(s)")
     assert f"error: {bad}:1: target: cannot load target" in result.stderr
     assert "Traceback" not in result.output
 

@@ -47,6 +47,8 @@ def _title(result: Result) -> str:
     title = f"{MARKS[result.status]} {result.check}" + (f" · {subject}" if subject else "")
     if result.internal:
         return title + " (internal error of gradverify)"
+    if result.usage:
+        return title + " (spec or target error)"
     return title + (" (warning)" if result.status is Status.WARN else "")
 
 

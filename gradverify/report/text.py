@@ -317,4 +317,8 @@ def _summary(report: Report, width: int, verbose: bool) -> Text:
         errors = len(report.internal_errors)
         parts[-1].append(",")
         parts.append(Text(f"{errors} internal error(s) of gradverify", style="bold red"))
+    if report.usage_errors:
+        parts[-1].append(",")
+        unusable = len(report.usage_errors)
+        parts.append(Text(f"{unusable} spec or target error(s)", style="bold red"))
     return joined(parts, " ", width)
