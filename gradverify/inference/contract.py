@@ -243,7 +243,8 @@ def _shape_facts(compare: ast.Compare, names: set[str]) -> list[tuple[str, Contr
         if not isinstance(value, int) or isinstance(value, bool):
             continue
         name, dim = _shape_read(read, names)
-        reason = f"forward requires {ast.unparse(compare)}"
+        raises = isinstance(compare.ops[0], ast.NotEq)  # from `if ...: raise`
+        reason = f"forward {'raises where' if raises else 'requires'} {ast.unparse(compare)}"
         if name is not None and dim is None:
             facts.append((name, Contract(rank=value, reasons=(reason,))))
         elif name is not None and dim is not None:
@@ -252,34 +253,40 @@ def _shape_facts(compare: ast.Compare, names: set[str]) -> list[tuple[str, Contr
 
 
 def _shape_read(node: ast.AST, names: set[str]) -> tuple[str | None, int | None]:
-    """(parameter, dim) for `x.shape[dim]` or `x.size(dim)`; (parameter, None) for its rank."""
+    """(parameter, dim) for `x.shape[dim]` or `x.size(dim)`; (parameter, None) for its rank
+    (`x.dim()`, `x.ndim`, `len(x.shape)`); (None, None) for anything else."""
+    owner: ast.AST | None = None
+    dim: int | None = None
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
-        owner = node.value.value
-        if (
-            node.value.attr == "shape"
-            and _is(owner, names)
-            and isinstance(node.slice, ast.Constant | ast.UnaryOp)
-        ):
-            dim = ast.literal_eval(node.slice)
-            return (owner.id, dim) if isinstance(dim, int) else (None, None)  # type: ignore[attr-defined]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        owner = node.func.value
-        if node.func.attr in ("dim", "ndimension") and _is(owner, names):
-            return owner.id, None  # type: ignore[attr-defined]
-        if node.func.attr == "size" and _is(owner, names) and len(node.args) == 1:
-            dim = (
-                ast.literal_eval(node.args[0])
-                if isinstance(node.args[0], ast.Constant | ast.UnaryOp)
-                else None
-            )
-            return (owner.id, dim) if isinstance(dim, int) else (None, None)  # type: ignore[attr-defined]
-    if isinstance(node, ast.Attribute) and node.attr == "ndim" and _is(node.value, names):
-        return node.value.id, None  # type: ignore[attr-defined]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        if node.value.attr == "shape":
+            owner, dim = node.value.value, _int_of(node.slice)
+            if dim is None:
+                return None, None
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in ("dim", "ndimension"):
+            owner = node.func.value
+        elif node.func.attr == "size" and len(node.args) == 1:
+            owner, dim = node.func.value, _int_of(node.args[0])
+            if dim is None:
+                return None, None
+    elif isinstance(node, ast.Attribute) and node.attr == "ndim":
+        owner = node.value
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
         inner = node.args[0] if node.args else None
-        if isinstance(inner, ast.Attribute) and inner.attr == "shape" and _is(inner.value, names):
-            return inner.value.id, None  # type: ignore[attr-defined]
+        if isinstance(inner, ast.Attribute) and inner.attr == "shape":
+            owner = inner.value
+    if isinstance(owner, ast.Name) and owner.id in names:
+        return owner.id, dim
     return None, None
+
+
+def _int_of(node: ast.AST) -> int | None:
+    """The int a literal such as `2` or `-1` is; None for anything else (`-n`, `i + 1`)."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _is(node: ast.AST, names: set[str]) -> bool:
