@@ -158,7 +158,13 @@ def _passed(
         value = _NOT_LITERAL
     if value is not _NOT_LITERAL and not isinstance(value, dict | set | bytes | complex):
         return (tuple(value) if isinstance(value, list) else value), where, False
-    if same_file and isinstance(argument, ast.Name) and _defined_function(path, argument.id):
+    importable = bool(module) and module != "__main__"  # a spec names it by module:attr
+    if (
+        same_file
+        and importable
+        and isinstance(argument, ast.Name)
+        and _defined_function(path, argument.id)
+    ):
         return f"{module}:{argument.id}", where, True
     return None
 
