@@ -7,9 +7,10 @@ Loaded by path from `site/sitecustomize.py` into any Python (so it imports nothi
 gradverify, and torch only once the user's code has imported it), and by the pytest plugin.
 What is kept of a tensor: shape, dtype, requires_grad, min and max (over a strided sample
 of at most SAMPLE elements), whether integer values repeat, and the values themselves only
-for integer and bool tensors of at most SMALL elements (indices stay valid) and for floating
-tensors that do not require grad, finite, of at most CONSTANT elements (a filter, a mask, a table: a
-constant whose values may be the Function's contract).
+for integer and bool tensors of at most CONSTANT elements (indices stay valid, masks and
+tables stay what they were) and for floating tensors that do not require grad, finite, of
+at most CONSTANT elements (a filter, a table: a constant whose values may be the Function's
+contract).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from types import FrameType, ModuleType
 from typing import Any
 
 ENV = "GRADVERIFY_RECORD"
-SMALL = 64  # integer and bool tensors up to this many elements are kept as values
-CONSTANT = 4096  # floating tensors that do not require grad, up to this many: values kept
+# Integer and bool tensors, and floating ones that do not require grad, up to this many
+# elements: values kept.
+CONSTANT = 4096
 SAMPLE = 1 << 22  # min/max over at most this many elements (a strided sample beyond)
 _LITERALS = (bool, int, float, str, type(None))
 # Ops of torch itself, never the user's even when registered from Python.
@@ -262,7 +264,9 @@ def _tensor(tensor: Any) -> dict[str, Any]:
     if not plain or tensor.numel() == 0:
         return summary
     values = tensor.detach()
-    exact = values.numel() <= SMALL and not values.is_floating_point() and not values.is_complex()
+    exact = (
+        values.numel() <= CONSTANT and not values.is_floating_point() and not values.is_complex()
+    )
     constant = values.is_floating_point() and not tensor.requires_grad
     # JSON holds no inf: a -inf mask stays a range
     if constant and values.numel() <= CONSTANT and bool(torch.isfinite(values).all()):

@@ -23,6 +23,7 @@ from tests.functions.recorded import (
     LpNormalize, LpNormalizeAssumesP2, LpNormalizeForgotEps, LpNormalizeLastDim,
     SymmetricSmooth, SymmetricSmoothWrapsAround,
 )
+from tests.functions.structure_hints import Embedding
 
 kernel = torch.tensor([0.25, 0.5, 0.25])  # a buffer: no grad
 for smooth in (SymmetricSmooth, SymmetricSmoothWrapsAround):
@@ -31,6 +32,8 @@ for smooth in (SymmetricSmooth, SymmetricSmoothWrapsAround):
 for normalize in (LpNormalize, LpNormalizeAssumesP2, LpNormalizeForgotEps, LpNormalizeLastDim):
     x = torch.randn(3, 5, requires_grad=True)
     normalize.apply(x).sum().backward()  # p=2, dim=-1, eps=1e-8: the defaults only
+table = torch.randn(10, 4, dtype=torch.float64, requires_grad=True)
+Embedding.apply(table, torch.arange(100) % 7)  # a long index tensor: its values, not a range
 """
 
 
@@ -59,6 +62,11 @@ def test_a_constant_filter_is_kept_as_its_values(recorded: Path) -> None:
     assert case["inputs"][0]["shape"] == [4, 16]  # the data stays a draw
 
 
+def test_a_long_index_tensor_is_kept_as_its_values(recorded: Path) -> None:
+    case = _spec(recorded, "embedding.yaml")["cases"][0]
+    assert case["inputs"][1] == {"values": [i % 7 for i in range(100)], "dtype": "int64"}
+
+
 def test_the_filter_spec_passes_the_correct_function_only(recorded: Path, run_spec, find) -> None:
     correct = run_spec(recorded / "specs" / "symmetric_smooth.yaml")
     assert not find(correct, status="fail"), [r.message for r in find(correct, status="fail")]
@@ -70,16 +78,16 @@ def test_the_filter_spec_passes_the_correct_function_only(recorded: Path, run_sp
 
 def test_defaults_the_run_left_alone_get_other_values(recorded: Path) -> None:
     names = [case["name"] for case in _spec(recorded, "lp_normalize.yaml")["cases"]]
-    assert names[0] == "script_py_13"  # the recorded case first, as the run made it
-    assert {"script_py_13: p=4.0", "script_py_13: eps=0.5", "script_py_13: dim=0"} <= set(names)
+    assert names[0] == "script_py_14"  # the recorded case first, as the run made it
+    assert {"script_py_14: p=4.0", "script_py_14: eps=0.5", "script_py_14: dim=0"} <= set(names)
 
 
 @pytest.mark.parametrize(
     ("spec", "failing_case"),
     [
-        ("lp_normalize_assumes_p2.yaml", "script_py_13: p=4.0"),
-        ("lp_normalize_forgot_eps.yaml", "script_py_13: eps=0.5"),
-        ("lp_normalize_last_dim.yaml", "script_py_13: dim=0"),
+        ("lp_normalize_assumes_p2.yaml", "script_py_14: p=4.0"),
+        ("lp_normalize_forgot_eps.yaml", "script_py_14: eps=0.5"),
+        ("lp_normalize_last_dim.yaml", "script_py_14: dim=0"),
     ],
 )
 def test_added_cases_catch_what_the_defaults_hide(
@@ -89,7 +97,7 @@ def test_added_cases_catch_what_the_defaults_hide(
     failed_cases = {result.case for result in find(report, status="fail")}
     first_order = {result.check for result in find(report, status="fail", case=failing_case)}
     assert first_order - {"gradgradcheck"}, first_order  # the gradient itself is wrong there
-    assert "script_py_13" not in failed_cases  # the run's own case hides the bug
+    assert "script_py_14" not in failed_cases  # the run's own case hides the bug
 
 
 def test_added_cases_pass_the_correct_function(recorded: Path, run_spec, find) -> None:
