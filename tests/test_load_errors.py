@@ -244,3 +244,28 @@ def test_every_format_reports_the_target_that_does_not_load_and_the_others(tmp_p
     assert "3 passed, 1 failed" in FORMATS["github"](report, RenderOptions())
     sarif = json.loads(FORMATS["sarif"](report, RenderOptions()))
     assert sarif["runs"][0]["properties"]["summary"]["passed"] == 3
+
+
+@pytest.mark.parametrize("isolation", ["--isolation", "--no-isolation"])
+def test_a_target_that_does_not_load_is_tried_once(tmp_path, isolation):
+    """Its module raises on import, and counts its imports: one worker (or this process),
+    three cases, one import (its other cases get the same error, not another run of the
+    module's code)."""
+    imports = tmp_path / "imports.txt"
+    module = write(
+        tmp_path, "counts_imports.py",
+        f"with open({str(imports)!r}, 'a') as log:\n    log.write('imported\\n')\n"
+        "raise ImportError('needs a library this machine lacks')\n",
+    )  # fmt: skip
+    spec = write(
+        tmp_path, "counted.yaml",
+        f"functions:\n  - target: {module}:Fn\n    {CHECKS}    cases:\n"
+        + "".join(f"      - {{name: c{n}, inputs: [{{shape: [3]}}]}}\n" for n in range(3))
+        + f"  - target: {GOOD_TARGET}\n    {CHECKS}"
+        "    cases: [{name: vector, inputs: [{shape: [6], low: 0.1, high: 2.0}]}]\n",
+    )  # fmt: skip
+    result = check(str(spec), "-j", "1", isolation, "--format", "json")
+    assert result.exit_code == ExitCode.USAGE, result.output
+    (broken,) = usage_results(json.loads(result.stdout))
+    assert "needs a library this machine lacks" in broken["message"]
+    assert imports.read_text().splitlines() == ["imported"]

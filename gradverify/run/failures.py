@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gradverify._version import __version__
-from gradverify.errors import SpecError, SpecIssue
+from gradverify.errors import GradverifyError, SpecError, SpecIssue
 from gradverify.results import Result, Status
 from gradverify.run.pool import Outcome
 from gradverify.run.tasks import Task
@@ -112,6 +112,20 @@ def usage_error(
         details=(*rest.splitlines(), *details), hint=hint, spec_file=spec_file,
         spec_line=spec_line, usage=True,
     )  # fmt: skip
+
+
+def results_of(
+    task: Task, outcome: Outcome, keep_going: bool = False
+) -> tuple[list[Result], tuple[str, ...]]:
+    """A case's results and notes from its Outcome, with the results of what stopped it; a
+    spec or target error found running it is raised, or with `keep_going` is its result."""
+    if outcome.user_error is not None:
+        if not keep_going:
+            raise GradverifyError(outcome.user_error)
+        return [unusable(task, outcome.user_error, outcome.not_loaded)], ()
+    if outcome.ended is None and outcome.internal is None:
+        return outcome.results, outcome.notes
+    return [*outcome.results, *ended_results(task, outcome)], outcome.notes
 
 
 def ended_results(task: Task, outcome: Outcome) -> list[Result]:

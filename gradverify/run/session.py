@@ -6,7 +6,6 @@ workers do, and the in-process path imports the engine only when it is chosen.
 
 from __future__ import annotations
 
-import gc
 import os
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -21,12 +20,12 @@ from gradverify.errors import GradverifyError, TargetError
 from gradverify.results import Report, Result
 from gradverify.run import failures, forkserver
 from gradverify.run.cache import ResultCache
+from gradverify.run.in_process import Finished, Listener, import_the_engine, run_here
 from gradverify.run.pool import Outcome, WorkerPool
 from gradverify.run.tasks import InferTask, OpTask, Task
 from gradverify.spec.identity import identify
 from gradverify.spec.load import SpecEntry
 
-Listener = Callable[[Task, str, Any], None]
 INFER_TIMEOUT = 120.0  # seconds for zero-config's trial runs, as a spec's default timeout
 
 
@@ -49,7 +48,6 @@ class RunInterrupted(KeyboardInterrupt):
 # The case name of a result about a whole target that never got to its cases.
 NOT_LOADED_CASE = failures.NOT_LOADED_CASE
 INFERRING_CASE = "inferring inputs"
-Finished = dict[int, tuple[list[Result], tuple[str, ...]]]
 
 
 @dataclass(frozen=True)
@@ -98,7 +96,7 @@ def run(
         if options.isolation:
             _in_workers(remaining, options, listener, finished, keep_going)
         else:
-            _in_process(remaining, listener, finished, keep_going)
+            run_here(remaining, listener, finished, keep_going)
     except KeyboardInterrupt as interrupt:  # what finished is still worth reporting
         partial = _report([t for t in tasks if t.id in finished], finished, entries, notes)
         raise RunInterrupted(replace(partial, interrupted=True)) from interrupt
@@ -308,9 +306,11 @@ def _in_workers(
         for task in tasks:
             outcome = outcomes.get(task.id)
             if outcome is not None and (outcome.done or outcome.internal is not None):
-                finished[task.id] = _results_of(task, outcome, keep_going)
+                finished[task.id] = failures.results_of(task, outcome, keep_going)
         raise
-    finished.update({task.id: _results_of(task, outcomes[task.id], keep_going) for task in tasks})
+    finished.update(
+        {task.id: failures.results_of(task, outcomes[task.id], keep_going) for task in tasks}
+    )
 
 
 def _heavy_imports(tasks: Sequence[Task]) -> list[str]:
@@ -324,90 +324,3 @@ def _heavy_imports(tasks: Sequence[Task]) -> list[str]:
         for check in entry.spec.checks_for(custom_op=custom_op):
             imports.update(dict.fromkeys(ENTRIES[check].imports))
     return list(imports)
-
-
-def _results_of(
-    task: Task, outcome: Outcome, keep_going: bool = False
-) -> tuple[list[Result], tuple[str, ...]]:
-    if outcome.user_error is not None:
-        if not keep_going:
-            raise GradverifyError(outcome.user_error)
-        return [failures.unusable(task, outcome.user_error, outcome.not_loaded)], ()
-    if outcome.ended is None and outcome.internal is None:
-        return outcome.results, outcome.notes
-    return [*outcome.results, *failures.ended_results(task, outcome)], outcome.notes
-
-
-def import_the_engine() -> None:
-    """Import in this process what a worker has from the fork server (torch, sympy, the
-    engine), with the collector paused as the server keeps it off (forkserver.prepare): four
-    full collections over the growing heap took 0.3-0.4 s. The user's code then runs with
-    the collector as it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for module in forkserver.PRELOAD:
-            __import__(module)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _in_process(
-    tasks: Sequence[Task], listener: Listener | None, finished: Finished, keep_going: bool = False
-) -> None:
-    """Run `tasks` here, one after another; each one's results into `finished`. gradverify's
-    own error on a case is that case's result, as in a worker (`_ended_results`), and so is
-    a spec or target error with `keep_going`."""
-    import_the_engine()
-    from gradverify.engine.case import Job, run_case
-    from gradverify.target.loading import load_target
-
-    targets: dict[str, Any] = {}
-    for task in tasks:
-        observer = _Observer(task, listener)
-        try:
-            name = task.entry.spec.target or ""
-            if name not in targets:
-                targets[name] = load_target(name)
-            case = next(c for c in task.entry.spec.cases if c.name == task.case)
-            results, notes = run_case(Job(task.entry, targets[name]), case, task.seed, observer)
-        except GradverifyError as error:
-            if not keep_going:
-                raise
-            observer.outcome.user_error = error.render()
-            observer.outcome.not_loaded = isinstance(error, TargetError)
-            observer.tell("user_error", observer.outcome.user_error)
-        except Exception:
-            observer.outcome.internal = traceback.format_exc()
-            observer.tell("internal", observer.outcome.internal)
-        else:
-            observer.outcome.results, observer.outcome.notes = results, notes
-            observer.outcome.done = True
-            observer.tell("done", notes)
-        finished[task.id] = _results_of(task, observer.outcome, keep_going)
-
-
-class _Observer:
-    """A case run in this process, told as a worker tells the pool: an Outcome, and the
-    listener's events."""
-
-    def __init__(self, task: Task, listener: Listener | None) -> None:
-        self.task, self.listener = task, listener
-        self.outcome = Outcome()
-
-    def tell(self, kind: str, value: Any) -> None:
-        if self.listener is not None:
-            self.listener(self.task, kind, value)
-
-    def checks_chosen(self, checks: Sequence[str]) -> None:
-        self.outcome.checks = tuple(checks)
-        self.tell("checks", tuple(checks))
-
-    def check_started(self, check_id: str) -> None:
-        self.outcome.check = check_id
-        self.tell("check", check_id)
-
-    def check_finished(self, results: list[Result]) -> None:
-        self.outcome.results.extend(results)
-        self.tell("results", results)

@@ -44,6 +44,7 @@ def _serve_cases(connection: Connection) -> None:
     from gradverify.usercode import listen_to_phases
 
     targets: dict[str, Any] = {}
+    unloadable: dict[str | None, TargetError] = {}
     # At a timeout the parent asks for this process's stack, to say where the case was stuck.
     stack_file = dump_on_signal()
     ready = _send_or_gone(connection, ("ready", stack_file))
@@ -68,8 +69,14 @@ def _serve_cases(connection: Connection) -> None:
                 connection.send(("done", task.id, ()))
                 continue
             name = task.entry.spec.target
+            if name in unloadable:  # its other cases: the same error, not another import
+                raise unloadable[name]
             if name not in targets:
-                targets[name] = load_target(name)
+                try:
+                    targets[name] = load_target(name)
+                except TargetError as error:
+                    unloadable[name] = error
+                    raise
             job = Job(task.entry, targets[name])
             case = next(c for c in task.entry.spec.cases if c.name == task.case)
             _, notes = run_case(job, case, task.seed, observer=reporter)
