@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -269,3 +270,22 @@ def test_a_target_that_does_not_load_is_tried_once(tmp_path, isolation):
     (broken,) = usage_results(json.loads(result.stdout))
     assert "needs a library this machine lacks" in broken["message"]
     assert imports.read_text().splitlines() == ["imported"]
+
+
+def test_a_target_line_marks_a_target_that_does_not_load(monkeypatch):
+    """Without a terminal, a long run's line for a target that could not be loaded is ✗."""
+    import time
+    from io import StringIO
+
+    from gradverify.run import progress
+    from gradverify.spec.load import parse_spec
+
+    (entry,) = parse_spec(MISSING_MODULE, "missing.yaml")
+    stream = StringIO()
+    lines = progress.TargetLines([entry], stream)
+    monkeypatch.setattr(time, "monotonic", lambda: lines.started + progress.LINES_AFTER + 1)
+    task = SimpleNamespace(entry=entry, case="small")
+    lines.listen(task, "user_error", "cannot load target")
+    assert stream.getvalue().startswith(
+        "[1/1] ✗ no_such_module_for_gradverify:Fn  0 passed, 1 failed"
+    )
