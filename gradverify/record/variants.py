@@ -87,9 +87,10 @@ def added_cases(
     except Exception:  # what the user's code does outside a probe: the recorded cases stand
         found = []
     seen = [case.inputs, *(other.inputs for other in added)]
+    labels = {other.variant for other in added}  # p=3.0 at an end of the recorded range
     for label, choices in found:
         inputs = [choice.item for choice in choices]
-        if inputs in seen:
+        if inputs in seen or label in labels:
             continue
         seen.append(inputs)
         notes = [choice.describe() for choice in choices]
