@@ -16,6 +16,7 @@ from gradverify.engine.explore import CHECK as EXPLORED_CHECK
 from gradverify.engine.folding import fold
 from gradverify.engine.off_kinks import settle_inputs
 from gradverify.engine.repeatable import cuda_devices, repeatable
+from gradverify.engine.structured import StructuredInputs
 from gradverify.inference.zeroconfig import CASE as INFERRED_CASE_NAME
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.memory import is_allocation_failure, out_of_memory, refusal
@@ -84,6 +85,7 @@ def run_case(
             message = f"preparing the inputs ran out of memory: {out_of_memory(error)}"
             return _told(observer, _case_fails(context, checks, message)), ()
         context = replace(context, arguments=arguments)
+        structured = StructuredInputs(job.target, case, spec, arguments)
         results: list[Result] = []
         measured = measured_checks(checks)
         for check_id in checks:
@@ -104,7 +106,7 @@ def run_case(
             produced = with_branches(produced, ran)  # after explore, which may replace them
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
-            timed = fold(results, timed)
+            timed = structured.judge(fold(results, timed))
             results.extend(timed)
             if observer is not None:
                 observer.check_finished(timed)

@@ -312,7 +312,8 @@ class TriangularSolve(Function):
 
 
 class UpperSolve(TriangularSolve):
-    """TriangularSolve's backward for an upper factor `R` named so by nothing but the op."""
+    """A bug twin: TriangularSolve's backward (lower) for an upper factor `R`, which nothing
+    but the op's upper=True says is upper."""
 
     @staticmethod
     def forward(ctx: Any, R: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -335,6 +336,16 @@ class SmallestEigenvalue(Function):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (vector,) = ctx.saved_tensors
         return grad[..., None, None] * vector[..., :, None] * vector[..., None, :]
+
+
+class SmallestEigenvalueDoubled(SmallestEigenvalue):
+    """2 v vᵀ where v vᵀ belongs: wrong along symmetric directions too."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (vector,) = ctx.saved_tensors
+        return 2 * grad[..., None, None] * vector[..., :, None] * vector[..., None, :]
 
 
 class SafeLog(Function):

@@ -165,3 +165,14 @@ def test_docstring_words_give_a_tensor_its_structure_and_leave_a_number_a_number
     assert (x.kind, x.structure) == (TENSOR, "positive")  # type: ignore[attr-defined]
     assert eps.kind != TENSOR  # type: ignore[attr-defined]
     assert failed(zero_config("SafeLog")) == set()
+
+
+def test_a_correct_function_that_reads_one_triangle_warns_and_a_wrong_one_fails() -> None:
+    # eigh reads the lower triangle: perturbing an upper element alone changes nothing, so
+    # the element-wise checks fail a correct backward; along E_ij + E_ji it is right.
+    correct, buggy = zero_config("SmallestEigenvalue"), zero_config("SmallestEigenvalueDoubled")
+
+    assert failed(correct) == set()
+    warned = [r for r in correct.results if r.status is Status.WARN and r.check == "gradcheck"]
+    assert warned and "agrees with central differences along all 6 directions" in warned[0].message
+    assert failed(buggy) & {"finite_difference", "gradcheck"}
