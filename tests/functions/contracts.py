@@ -92,6 +92,32 @@ class SPDSolveWrongSign(SPDSolve):
         return (outer + outer.mT) / 2, u
 
 
+class CholeskyLogDet(Function):
+    """log det A of an SPD matrix, from its Cholesky factor (which reads A's lower triangle)."""
+
+    @staticmethod
+    def forward(ctx: Any, A: torch.Tensor) -> torch.Tensor:
+        factor = torch.linalg.cholesky(A)
+        ctx.save_for_backward(factor)
+        return 2 * factor.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (factor,) = ctx.saved_tensors
+        return grad[..., None, None] * torch.cholesky_inverse(factor)  # A⁻¹, symmetric
+
+
+class CholeskyLogDetHalved(CholeskyLogDet):
+    """A⁻¹ / 2 where A⁻¹ belongs."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (factor,) = ctx.saved_tensors
+        return grad[..., None, None] * torch.cholesky_inverse(factor) / 2
+
+
 def _gram_backward(ctx: Any, grad: torch.Tensor, forgot_transpose: bool) -> torch.Tensor:
     (m,) = ctx.saved_tensors
     g = grad.reshape(*grad.shape[:-1], 3, 3)
