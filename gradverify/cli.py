@@ -149,9 +149,10 @@ def check(
             metavar="N",
             min=0,
             max=10_000,
-            help="N further draws per case (new seeds, edge values, ties, both signs) searching "
-            "for an input that fails; a failure found is shrunk to a case to paste into the "
-            "spec [default: the spec's `explore:`, else 0].",
+            help="N further draws per case (new seeds, edge values, ties, both signs, other "
+            "numbers) searching for an input that fails; a failure found is shrunk to a case to "
+            "paste into the spec; 0: off [default: the spec's `explore:`, else up to 20 within "
+            "half the time the case took so far].",
             show_default=False,
         ),
     ] = None,

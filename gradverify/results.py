@@ -41,6 +41,19 @@ class Branches:
 
 
 @dataclass(frozen=True)
+class Explored:
+    """What exploring a case's domain did (gradverify.engine.explore): further draws judged
+    by finite_difference, of how many at most, within what time."""
+
+    draws: int  # further draws tried
+    planned: int  # the most it would try (`--explore N`, or the default)
+    budget_seconds: float  # the time it had
+    ran_out: bool  # its time ended it before `planned` draws
+    found: bool  # a draw failed: the result carrying this is that failure
+    by_default: bool = True  # the default budget, not an `explore:` key or `--explore N`
+
+
+@dataclass(frozen=True)
 class Result:
     """The verdict of one check on one case, optionally about one argument or output."""
 
@@ -93,6 +106,9 @@ class Result:
     usage: bool = False
     # Backward's branches this case ran (one result of the case carries them), if measured.
     branches: Branches | None = None
+    # What --explore tried beyond the case's own draw (one finite_difference result of the
+    # case carries it), if it explored.
+    explored: Explored | None = None
 
     @property
     def failed(self) -> bool:

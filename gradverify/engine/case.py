@@ -13,6 +13,7 @@ from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, not_run
 from gradverify.engine.branch_coverage import measured_checks, measuring, with_branches
 from gradverify.engine.explore import CHECK as EXPLORED_CHECK
+from gradverify.engine.explore import budget
 from gradverify.engine.folding import fold
 from gradverify.engine.off_kinks import settle_inputs
 from gradverify.engine.repeatable import cuda_devices, repeatable
@@ -70,6 +71,7 @@ def run_case(
     too_large = refusal(case, context.describe_argument)
     if too_large is not None:
         return _told(observer, _case_fails(context, checks, too_large)), ()
+    case_started = time.perf_counter()  # what exploring may spend is a share of the case's time
     # Randomness inside the user's code repeats run to run, on the GPU too; no TF32 there.
     with repeatable(this_seed, cuda_devices(case)):
         try:
@@ -99,9 +101,10 @@ def run_case(
                 ran = branches()
             else:
                 produced = _run_check(check_id, replace(context, earlier=tuple(results)))
-            if spec.explore and check_id == EXPLORED_CHECK:  # --explore N: more draws
+            if spec.explore != 0 and check_id == EXPLORED_CHECK:  # further draws
                 explored = replace(context, earlier=tuple(results))
-                produced, found = _explored(job, case, explored, produced)
+                times = (case_started, started)
+                produced, found = _explored(job, case, explored, produced, times)
                 notes = (*notes, *found)
             produced = with_branches(produced, ran)  # after explore, which may replace them
             share = (time.perf_counter() - started) / max(len(produced), 1)
@@ -114,15 +117,23 @@ def run_case(
 
 
 def _explored(
-    job: Job, case: Case, context: CaseContext, produced: list[Result]
+    job: Job,
+    case: Case,
+    context: CaseContext,
+    produced: list[Result],
+    started: tuple[float, float],
 ) -> tuple[list[Result], tuple[str, ...]]:
-    """`produced`, or a failure found on a further draw (gradverify.engine.explore), and notes."""
-    from gradverify.engine.explore.search import explore  # only a run that explores needs it
+    """`produced`, or a failure found on a further draw (gradverify.engine.explore), and notes.
+    `started`: when the case and the explored check started (the budget is a share of the
+    case's time so far; a draw costs about what the check took)."""
+    from gradverify.engine.explore.search import explore  # only a case that explores needs it
 
-    spent = sum(result.seconds for result in context.earlier)
-    budget = max(0.0, job.entry.spec.timeout / 2 - spent)  # never the case's own timeout
+    now = time.perf_counter()
+    chosen = budget(job.entry.spec.explore, job.entry.spec.timeout, now - started[0])
+    if chosen is None:
+        return produced, ()
     inferred = job.entry.file is None and case.name.startswith(INFERRED_CASE_NAME)  # zero-config
-    outcome = explore(context, case, produced, budget, inferred)
+    outcome = explore(context, case, produced, chosen, inferred, own_seconds=now - started[1])
     return outcome.results, outcome.notes
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gradverify._version import __version__
-from gradverify.results import Branches, Result, Status
+from gradverify.results import Branches, Explored, Result, Status
 from gradverify.run.tasks import Task
 from gradverify.spec.function_source import function_source
 from gradverify.spec.source_files import source_files, target_source_files
@@ -168,5 +168,7 @@ def _result(item: dict[str, Any]) -> Result:
     fields["details"] = tuple(fields.get("details", ()))
     if fields.get("branches") is not None:
         fields["branches"] = Branches.from_dict(fields["branches"])
+    if fields.get("explored") is not None:
+        fields["explored"] = Explored(**fields["explored"])
     fields["seconds"] = 0.0
     return replace(Result(**fields), cached=True)

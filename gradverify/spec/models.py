@@ -302,8 +302,9 @@ class FunctionSpec(_Strict):
     extra_checks: list[CheckId] = Field(default_factory=list)  # run besides the default ones
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
     seed: int = 0
-    # further draws per case searching for an input that fails (gradverify.engine.explore); 0: off
-    explore: int = Field(default=0, ge=0, le=10_000)
+    # further draws per case searching for an input that fails (gradverify.engine.explore);
+    # None: the default (up to 20 within a share of the case's time); 0: off
+    explore: int | None = Field(default=None, ge=0, le=10_000)
     # the device of every tensor input that names none (default: each input's own, the CPU)
     device: str | None = None
     cases: list[Case] = Field(min_length=1)

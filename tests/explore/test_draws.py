@@ -27,7 +27,7 @@ SPEC = FunctionSpec.model_validate(
 CASE = SPEC.cases[0]
 
 
-def test_every_draw_keeps_dtype_shape_range_and_literals():
+def test_every_draw_keeps_dtype_shape_range_and_values():
     for draw in draws(CASE, SPEC, seed=0, count=12, inferred=False):
         x, y, values, indices, literal = draw.arguments
         assert x.shape == (4, 3) and x.dtype == torch.float64 and x.requires_grad
@@ -36,7 +36,49 @@ def test_every_draw_keeps_dtype_shape_range_and_literals():
         assert values.tolist() == [1.5, 2.5, 3.5]
         assert indices.dtype == torch.int64 and not indices.requires_grad
         assert int(indices.min()) >= 0 and int(indices.max()) <= 4
-        assert literal == 7
+        assert type(literal) is int and literal > 0  # a number varies, keeping its sign
+        assert draw.case.inputs[4] == literal  # the case it stands for says which
+
+
+def test_two_draws_in_three_vary_the_numbers_and_the_third_keeps_them():
+    numbers = [draw.arguments[4] for draw in draws(CASE, SPEC, seed=0, count=12, inferred=False)]
+    assert [n == 7 for n in numbers] == [False, False, True] * 4
+    assert set(numbers) - {7} <= {6, 8, 14}
+
+
+NUMBERS = FunctionSpec.model_validate(
+    {
+        "target": "tests.functions.correct:Mul",
+        "cases": [
+            {
+                "name": "numbers",
+                "inputs": [
+                    {"shape": [3]},
+                    2.5,  # an exponent above 1
+                    {"value": 0.1},  # a probability
+                    -1,  # a dim from the end
+                    True,
+                    0.0,  # often "off"
+                    "sum",
+                ],
+            }
+        ],
+    }
+)
+
+
+def test_numbers_vary_on_their_side_of_0_and_1_and_bools_flip():
+    varied = [d for d in draws(NUMBERS.cases[0], NUMBERS, 0, 30, False) if d.other_numbers]
+    assert varied
+    for draw in varied:
+        _, power, probability, dim, flag, off, word = draw.arguments
+        assert power > 1 and power != 2.5
+        assert 0 < probability < 1 and probability != 0.1
+        assert dim < 0 and dim != -1
+        assert flag is False
+        assert off == 0.0 and word == "sum"
+        assert "other numbers" in draw.label
+    assert len({draw.arguments[1] for draw in varied}) > 3  # not one other value
 
 
 def test_edge_values_and_ties():

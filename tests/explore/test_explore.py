@@ -31,7 +31,7 @@ def explored(report: dict) -> list[dict]:
 
 
 def test_the_case_own_draw_misses_the_bug():
-    code, report = check(str(SPECS / "cube.yaml"))
+    code, report = check(str(SPECS / "cube.yaml"), "--explore", "0")
     assert code == ExitCode.OK, report
     assert not explored(report)
 
@@ -63,7 +63,7 @@ def test_the_shrunk_case_fails_when_pasted_into_the_spec(tmp_path: Path):
     )
     spec = tmp_path / "pasted.yaml"
     spec.write_text(pasted + "\n", encoding="utf-8")
-    code, report = check(str(spec))
+    code, report = check(str(spec), "--explore", "0")  # the pasted case fails on its own
     assert code == ExitCode.FAILED
     failed = {(r["case"], r["check"]) for r in report["results"] if r["status"] == "fail"}
     assert ("small-explored", "finite_difference") in failed
@@ -71,7 +71,7 @@ def test_the_shrunk_case_fails_when_pasted_into_the_spec(tmp_path: Path):
 
 
 def test_shrinking_keeps_inputs_that_must_agree_in_shape():
-    code, report = check(str(SPECS / "grid.yaml"))
+    code, report = check(str(SPECS / "grid.yaml"), "--explore", "0")
     assert code == ExitCode.OK
     code, report = check(str(SPECS / "grid.yaml"), "--explore", "10")
     assert code == ExitCode.FAILED
@@ -120,8 +120,9 @@ def gradverify(project: Path, *arguments: str) -> Completed:
     return Completed(result.exit_code, result.stdout)
 
 
-def test_the_configuration_key_turns_it_on(tmp_path: Path):
+def test_the_configuration_key_turns_it_off_and_on(tmp_path: Path):
     shutil.copy(SPECS / "cube.yaml", tmp_path / "cube.yaml")
+    (tmp_path / "pyproject.toml").write_text("[tool.gradverify]\nexplore = 0\n")
     assert gradverify(tmp_path, "cube.yaml", "--no-cache").returncode == 0
     (tmp_path / "pyproject.toml").write_text("[tool.gradverify]\nexplore = 20\n")
     completed = gradverify(tmp_path, "cube.yaml", "--no-cache")
@@ -132,8 +133,10 @@ def test_the_configuration_key_turns_it_on(tmp_path: Path):
 
 def test_an_explored_run_is_not_answered_from_a_cache_made_without_it(tmp_path: Path):
     shutil.copy(SPECS / "cube.yaml", tmp_path / "cube.yaml")
-    first = gradverify(tmp_path, "cube.yaml")
+    first = gradverify(tmp_path, "cube.yaml", "--explore", "0")
     assert first.returncode == 0, first.stdout
-    assert gradverify(tmp_path, "cube.yaml", "-v").stdout.count("cached") >= 1
+    assert gradverify(tmp_path, "cube.yaml", "--explore", "0", "-v").stdout.count("cached") >= 1
+    explored_run = gradverify(tmp_path, "cube.yaml")  # explores by default
+    assert explored_run.returncode == 1, explored_run.stdout
     explored_run = gradverify(tmp_path, "cube.yaml", "--explore", "20")
     assert explored_run.returncode == 1, explored_run.stdout

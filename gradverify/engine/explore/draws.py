@@ -1,10 +1,10 @@
 """Further draws for a case, within its declared domain (`--explore N`).
 
 Each draw keeps what the spec declares about an input: its dtype, shape, `low`/`high` and
-requires_grad; literals and explicit `values` are never changed. What varies, draw by draw:
-a new seed; edge values (zeros, both ends of low/high); ties (repeated values); both signs;
-and, for an inferred (zero-config) target, whose shapes nobody declared, other shapes of the
-same rank.
+requires_grad; explicit `values` are never changed. What varies, draw by draw: a new seed;
+edge values (zeros, both ends of low/high); ties (repeated values); both signs; for an
+inferred (zero-config) target, whose shapes nobody declared, other shapes of the same rank;
+and, in two draws of three, the numbers among the arguments (gradverify.engine.explore.numbers).
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from typing import Any, TypeGuard
 
 import torch
 
+from gradverify.engine.explore.numbers import number_indices, other_numbers
 from gradverify.inputs import KINK_MARGIN_EPS, build_inputs
 from gradverify.spec.models import COMPLEX_DTYPES, Case, FunctionSpec, TensorInput
 
 SEED, EDGES, TIES, SIGNS, SHAPE = "new seed", "edge values", "ties", "both signs", "another shape"
+OTHER_NUMBERS = "other numbers"
 KINDS = (SEED, EDGES, TIES, SIGNS)
 # Other sizes of an inferred target's dimensions are drawn from 1 to this.
 LARGEST_SIZE = 6
@@ -26,39 +28,57 @@ LARGEST_SIZE = 6
 
 @dataclass(frozen=True)
 class Draw:
-    """One further draw: its number (from 1), what varied, the case it stands for, its arguments."""
+    """One further draw: its number (from 1), what varied, the case it stands for (its
+    numbers those of the draw), its arguments."""
 
     number: int
     kind: str
     case: Case
     arguments: tuple[Any, ...]
+    other_numbers: bool = False  # the case's numbers varied too
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}, {OTHER_NUMBERS}" if self.other_numbers else self.kind
 
 
 def draws(case: Case, spec: FunctionSpec, seed: int, count: int, inferred: bool) -> Iterator[Draw]:
     """`count` draws for `case`, each from its own generator: the same seed, the same draws."""
     kinds = (*KINDS, SHAPE) if inferred else KINDS
     margin = KINK_MARGIN_EPS * spec.tolerance.eps
+    numbers = bool(number_indices(case))
     for number in range(1, count + 1):
         kind = kinds[(number - 1) % len(kinds)]
         draw_seed = (seed * 1_000_033 + 7_919 * number) % (2**63)
         generator = torch.Generator(device="cpu").manual_seed(draw_seed)
         drawn = other_shapes(case, generator) if kind == SHAPE else case
+        other = numbers and number % 3 != 0  # one draw in three keeps the spec's numbers
+        if other:
+            drawn = other_numbers(drawn, generator)
         arguments = list(build_inputs(drawn, draw_seed, spec.kinks, margin))
         if kind in (EDGES, TIES, SIGNS):
             for index, item in enumerate(drawn.inputs):
                 if explorable(item):
                     arguments[index] = varied(kind, item, arguments[index], margin, generator)
-        yield Draw(number, kind, drawn, tuple(arguments))
+        yield Draw(number, kind, drawn, tuple(arguments), other)
 
 
 def explorable(item: Any) -> TypeGuard[TensorInput]:
-    """A tensor input whose values are drawn (not `values:`), of a real or integer dtype."""
+    """A tensor input whose values are drawn (not `values:`), of a real or integer dtype, and
+    free of a `structure:` (edge values, ties or a shrunk element would break it)."""
     return (
         isinstance(item, TensorInput)
         and item.values is None
+        and item.structure is None
         and item.dtype != "bool"
         and item.dtype not in COMPLEX_DTYPES
     )
+
+
+def varies(case: Case) -> bool:
+    """Whether further draws of `case` differ from its own: a drawn tensor or a number."""
+    drawn = any(isinstance(item, TensorInput) and item.values is None for item in case.inputs)
+    return drawn or bool(number_indices(case))
 
 
 def interior(item: TensorInput, margin: float) -> tuple[float, float]:

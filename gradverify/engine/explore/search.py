@@ -1,11 +1,13 @@
-"""`--explore N`: further draws of a case, searching for an input on which backward is wrong.
+"""Explore: further draws of a case, searching for an input on which backward is wrong.
 
-The case's own draw has passed; N further draws (gradverify.engine.explore.draws) are judged by one
-cheap, decisive check, finite_difference, with the spec's tolerance and the checks' kink
+The case's own draw has passed; further draws (gradverify.engine.explore.draws) are judged by
+one cheap, decisive check, finite_difference, with the spec's tolerance and the checks' kink
 handling: a draw counts as failing only where that check fails at an element whose numerical
-value is finite, so a correct Function with a kink never fails here. The first failure is
-shrunk (gradverify.engine.explore.shrink) and replaces that argument's pass, with the case to paste
-into the spec. Exploration that runs out of its time budget says so in a note.
+value is finite, so a correct Function with a kink never fails here. Draws stop at the
+budget's count or before a draw that would overrun its time (gradverify.engine.explore.budget);
+what was tried is carried on the result (Result.explored). The first failure is shrunk
+(gradverify.engine.explore.shrink) and replaces that argument's pass, with the case to paste
+into the spec. Running out of time is never a failure.
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ from typing import Any
 
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, CaseMemo
-from gradverify.engine.explore import CHECK
-from gradverify.engine.explore.draws import Draw, draws, tensor_indices
+from gradverify.engine.explore import CHECK, Budget
+from gradverify.engine.explore.draws import Draw, draws, tensor_indices, varies
+from gradverify.engine.explore.numbers import changed_numbers, with_numbers_of
 from gradverify.engine.explore.shrink import Found, Shrinker
 from gradverify.engine.explore.snippet import case_snippet, fits_in_values
 from gradverify.engine.off_kinks import settle_inputs
-from gradverify.inputs import KINK_MARGIN_EPS
-from gradverify.results import Result
+from gradverify.inputs import KINK_MARGIN_EPS, build_inputs
+from gradverify.results import Explored, Result, Status
 from gradverify.spec.models import Case
-from gradverify.usercode import UserCodeError
+from gradverify.usercode import UserCodeError, call_forward
 
 
 @dataclass(frozen=True)
@@ -37,30 +40,136 @@ class Outcome:
 
 
 def explore(
-    context: CaseContext, case: Case, produced: list[Result], budget: float, inferred: bool
+    context: CaseContext,
+    case: Case,
+    produced: list[Result],
+    budget: Budget,
+    inferred: bool,
+    own_seconds: float,
 ) -> Outcome:
-    """`produced` (the case's own draw's results) or a failure found on a further draw."""
-    count = context.spec.explore
+    """`produced` (the case's own draw's results, the first carrying what was explored) or a
+    failure found on a further draw. `inferred`: a zero-config case, whose shapes nobody
+    declared; `own_seconds`: what the check took on the case's own draw, the first estimate
+    of a draw's cost."""
     if context.spec.gradient != "exact":
+        if budget.by_default:
+            return Outcome(produced)
         return Outcome(produced, (f"--explore: not run for `gradient: {context.spec.gradient}`",))
-    if any(r.failed for r in (*context.earlier, *produced)) or not tensor_indices(case):
-        return Outcome(produced)  # already failing, or nothing drawn to vary
-    deadline = time.perf_counter() + budget
-    for draw in draws(case, context.spec, context.seed, count, inferred):
-        if time.perf_counter() > deadline:
-            return Outcome(produced, (_ran_out(draw.number - 1, count, budget),))
-        arguments, _ = settle_inputs(
-            context.target, draw.case, draw.arguments, context.spec, context.seed
-        )
-        failure = failing(context, draw.case, arguments)
-        if failure is not None:
+    if (
+        any(r.failed for r in (*context.earlier, *produced))
+        or not any(r.status in (Status.PASS, Status.WARN) for r in produced)
+        or not varies(case)
+    ):
+        return Outcome(produced)  # already failing, not checked, or nothing drawn to vary
+    started = time.perf_counter()
+    cost, tried = own_seconds, 0
+    # Other shapes of an inferred case only when asked for: a shape that forward runs on may
+    # still break a contract nobody wrote down (square, (B, N, 9)), and a default must never
+    # call a correct Function wrong.
+    shapes = inferred and not budget.by_default
+    for draw in draws(case, context.spec, context.seed, budget.draws, shapes):
+        over = time.perf_counter() - started + cost > budget.seconds
+        if over and (draw.number > budget.first_draws or budget.seconds <= 0):
+            return _ran_out(produced, tried, budget)
+        began = time.perf_counter()
+        found = _found(context, case, draw)
+        cost, tried = time.perf_counter() - began, draw.number
+        if found is not None:
             margin = KINK_MARGIN_EPS * context.spec.tolerance.eps
+            deadline = time.perf_counter() + budget.shrink_seconds
             shrinker = Shrinker(
                 lambda c, a: failing(context, c, a), deadline, tuple(context.spec.kinks), margin
             )
-            shrunk = shrinker.shrink(Found(draw.case, arguments, failure))
-            return Outcome(_replaced(produced, _reported(context, case, draw, shrunk, count)))
-    return Outcome(produced)
+            shrunk = shrinker.shrink(found)
+            reported = _reported(context, case, draw, shrunk, budget.draws)
+            explored = _explored(budget, tried, ran_out=False, found=True)
+            return Outcome(_replaced(produced, replace(reported, explored=explored)))
+    return Outcome(_carrying(produced, _explored(budget, tried, ran_out=False, found=False)))
+
+
+def _found(context: CaseContext, case: Case, draw: Draw) -> Found | None:
+    """The draw's failure, if it fails; with the case's own numbers where it fails with them
+    too (then the numbers did not matter)."""
+    arguments, _ = settle_inputs(
+        context.target, draw.case, draw.arguments, context.spec, context.seed
+    )
+    failure = failing(context, draw.case, arguments)
+    if failure is None or not draw.other_numbers:
+        return None if failure is None else Found(draw.case, arguments, failure)
+    own = with_numbers_of(case, draw.case)
+    changed = dict(changed_numbers(case, draw.case))
+    with_own = _own_numbers(case, arguments, changed)
+    again = failing(context, own, with_own)
+    if again is not None:
+        return Found(own, with_own, again)
+    if not _repeatable(context, draw.case, arguments, failure):
+        return None  # forward draws at random with these numbers (dropout on): no finding
+    return Found(draw.case, arguments, failure)
+
+
+def _own_numbers(
+    case: Case, arguments: tuple[Any, ...], changed: dict[int, Any]
+) -> tuple[Any, ...]:
+    """`arguments` with the case's own numbers where the draw changed them."""
+    own = build_inputs(case.model_copy(update={"inputs": [case.inputs[i] for i in changed]}), 0)
+    values = dict(zip(changed, own, strict=True))
+    return tuple(values.get(index, argument) for index, argument in enumerate(arguments))
+
+
+def _repeatable(
+    context: CaseContext, case: Case, arguments: tuple[Any, ...], failure: Result
+) -> bool:
+    """Whether forward gives the same outputs on `arguments` call after call, and the check
+    the same failure again: other numbers may turn on randomness (`training: true`), whose
+    noise finite differences would take for a wrong gradient."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            outputs = [call_forward(context.target.call, arguments) for _ in range(3)]
+    except UserCodeError:
+        return False
+    same = all(
+        not isinstance(a, torch.Tensor) or (isinstance(b, torch.Tensor) and torch.equal(a, b))
+        for other in outputs[1:]
+        for a, b in zip(outputs[0], other, strict=False)
+    )
+    again = failing(context, case, arguments) if same else None
+    return (
+        again is not None
+        and again.element == failure.element
+        and again.numerical == failure.numerical
+        and again.analytical == failure.analytical
+    )
+
+
+def _explored(budget: Budget, tried: int, ran_out: bool, found: bool) -> Explored:
+    return Explored(
+        draws=tried,
+        planned=budget.draws,
+        budget_seconds=round(budget.seconds, 4),
+        ran_out=ran_out,
+        found=found,
+        by_default=budget.by_default,
+    )
+
+
+def _ran_out(produced: list[Result], tried: int, budget: Budget) -> Outcome:
+    """The case's own results, saying how far the search got; a note where the draws were
+    asked for (`explore: N`): the default budget running out is the rule, not news."""
+    carried = _carrying(produced, _explored(budget, tried, ran_out=True, found=False))
+    if budget.by_default:
+        return Outcome(carried)
+    note = (
+        f"--explore: {tried} of {budget.draws} further draws tried before its time budget "
+        f"({budget.seconds:.3g} s, half the case's timeout) ran out; none failed"
+    )
+    return Outcome(carried, (note,))
+
+
+def _carrying(produced: list[Result], explored: Explored) -> list[Result]:
+    """`produced` with its first result carrying `explored`."""
+    return [replace(produced[0], explored=explored), *produced[1:]] if produced else produced
 
 
 def failing(context: CaseContext, case: Case, arguments: tuple[Any, ...]) -> Result | None:
@@ -86,12 +195,16 @@ def failing(context: CaseContext, case: Case, arguments: tuple[Any, ...]) -> Res
 def _reported(context: CaseContext, case: Case, draw: Draw, found: Found, count: int) -> Result:
     """The failure, saying it was found by exploration, with the shrunk case to paste."""
     result = found.result
-    inputs = ", ".join(
+    described = [
         _described(context, index, found.arguments[index]) for index in tensor_indices(found.case)
-    )
+    ]
+    described += [  # the numbers it needs other than the spec's
+        f"{context.target.argument_name(index) or f'argument {index}'} = {value!r}"
+        for index, value in changed_numbers(case, found.case)
+    ]
     message = (
-        f"found by --explore (draw {draw.number} of {count}: {draw.kind}; the case's own draw "
-        f"passes), shrunk to {inputs}: {result.message}"
+        f"found by --explore (draw {draw.number} of {count}: {draw.label}; the case's own draw "
+        f"passes), shrunk to {', '.join(described)}: {result.message}"
     )
     snippet = case_snippet(found.case, found.arguments, f"{case.name}-explored")
     details = ("the failing case, to paste under `cases:` in the spec:", *snippet)
@@ -116,10 +229,3 @@ def _replaced(produced: list[Result], found: Result) -> list[Result]:
         for index, result in enumerate(produced)
         if index == same[0] or index not in same
     ]
-
-
-def _ran_out(tried: int, count: int, budget: float) -> str:
-    return (
-        f"--explore: {tried} of {count} further draws tried before its time budget "
-        f"({budget:.3g} s, half the case's timeout) ran out; none failed"
-    )

@@ -1,0 +1,23 @@
+"""What exploring a case did, in words: `explored 20 draws, no failure`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gradverify.results import Explored, Result
+
+
+def explored_line(explored: Explored) -> str:
+    """`explored 20 draws, no failure`; `explored 7 draws in its budget of 0.4 s, no failure`
+    (its time ended the search: not a failure); `explored 2 draws, draw 2 fails`."""
+    draws = f"{explored.draws} draw" + ("s" if explored.draws != 1 else "")
+    if explored.found:
+        return f"explored {draws}, draw {explored.draws} fails"
+    if explored.ran_out:
+        return f"explored {draws} in its budget of {explored.budget_seconds:.2g} s, no failure"
+    return f"explored {draws}, no failure"
+
+
+def case_explored(results: Sequence[Result]) -> Explored | None:
+    """What the case's exploration did, if it explored."""
+    return next((r.explored for r in results if r.explored is not None), None)
