@@ -112,12 +112,18 @@ def read_records(path: Path) -> list[RecordedCall]:
     except OSError:
         return []
     for line in lines:
-        try:
-            call = _call(json.loads(line))
-        except (ValueError, TypeError, KeyError, AttributeError):
-            continue  # a line cut short by a process that was killed mid-write
-        calls.setdefault(call.signature, call)
+        call = parse_call(line)
+        if call is not None:
+            calls.setdefault(call.signature, call)
     return list(calls.values())
+
+
+def parse_call(line: str | bytes) -> RecordedCall | None:
+    """One line of a record file; None for a line cut short by a process killed mid-write."""
+    try:
+        return _call(json.loads(line))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 def _call(data: dict[str, Any]) -> RecordedCall:

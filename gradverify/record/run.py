@@ -8,7 +8,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +22,7 @@ from gradverify.record.cases import (
     recorded_case,
     undifferentiated,
 )
+from gradverify.record.prewarm import Prewarm
 from gradverify.record.probe import ENV
 from gradverify.record.records import RecordedCall, read_records
 from gradverify.record.specs import (
@@ -71,12 +72,35 @@ def record(
         records = Path(directory) / "calls.jsonl"
         records.touch()
         environment = recording_environment(records, os.environ)
+        prewarm = Prewarm(records, _news(spec_paths, spec_dir, Path.cwd().resolve()))
+        prewarm.start()
         try:
             exit_code = subprocess.call(list(command), env=environment)
         except OSError as error:
             raise UsageError(f"cannot run {command[0]!r}: {error.strerror}") from None
+        finally:
+            prewarm.stop.set()
+            prewarm.join()
         calls = read_records(records)
     return Recording(exit_code, calls, write_specs(calls, spec_paths, spec_dir, shrink))
+
+
+def _news(
+    spec_paths: Sequence[str], spec_dir: Path, project: Path
+) -> Callable[[RecordedCall], bool]:
+    """Whether a call is one no spec holds yet (the specs of each target read once)."""
+    search = list(dict.fromkeys([*spec_paths, str(spec_dir)]))
+    held: dict[str, set[str] | None] = {}  # target -> its specs' signatures; None: no spec
+
+    def is_new(call: RecordedCall) -> bool:
+        target = _spelling(call.target, project)
+        if target not in held:
+            entries = existing_specs(target, search)
+            held[target] = recorded_signatures(entries) if entries else None
+        signatures = held[target]
+        return signatures is None or not {call.signature, call.pattern} & signatures
+
+    return is_new
 
 
 def write_specs(

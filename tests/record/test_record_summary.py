@@ -98,3 +98,25 @@ def test_without_any_gradient_a_constant_is_what_backward_leaves_none(tmp_path: 
         "values": [0.25, 0.5, 0.25], "dtype": "float32", "requires_grad": False,
     }  # fmt: skip
     assert case["inputs"][0] == {"shape": [2, 8], "dtype": "float32", "low": -1.0, "high": 1.0}
+
+
+def test_the_head_start_waits_for_a_call_no_spec_holds(tmp_path: Path) -> None:
+    from gradverify.record.prewarm import Prewarm
+    from gradverify.record.run import _news
+
+    held, new = _normalize(2.5), _normalize(2.5, shape=(4, 6))
+    _written(tmp_path, [held], "lp_normalize.yaml")
+    records = tmp_path / "calls.jsonl"
+    line = '{"target": {"name": "%s"}, "site": "/p/t.py:1", "args": [%s, {"literal": 3.5}]}\n'
+    tensor = '{"tensor": {"shape": %s, "dtype": "float32", "requires_grad": true}}'
+    records.write_text(line % (NORMALIZE, tensor % "[3, 5]"))  # held: another p, same shapes
+    is_new = _news([], tmp_path / "specs", tmp_path)
+    watching = Prewarm(records, is_new)
+    watching.start()
+    watching.join(timeout=1.0)
+    assert watching.is_alive() and watching.found is None
+    with records.open("a") as file:
+        file.write(line % (NORMALIZE, tensor % "[4, 6]"))
+    watching.join(timeout=30)
+    assert not watching.is_alive()
+    assert watching.found is not None and watching.found.pattern == new.pattern
