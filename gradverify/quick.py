@@ -19,7 +19,7 @@ from gradverify._version import __version__
 from gradverify.exitcodes import ExitCode
 
 # report.text's styles, as rich writes them with the standard colour system.
-_CYAN, _BOLD_GREEN, _GREEN, _RESET = "\x1b[36m", "\x1b[1;32m", "\x1b[32m", "\x1b[0m"
+_CYAN, _BOLD_YELLOW, _GREEN, _RESET = "\x1b[36m", "\x1b[1;33m", "\x1b[32m", "\x1b[0m"
 _WIDEST = 140  # commands.terminal.width's bounds
 _NARROWEST = 60
 
@@ -69,7 +69,10 @@ def _nothing_to_check(files: Sequence[str]) -> list[str] | None:
 
 def _rendered(notes: list[str]) -> str | None:
     """report.text's rendering of an empty report with `notes`, when no line can wrap."""
-    summary = "PASSED  0 target(s), 0 case(s), 0 result(s): 0 passed, 0 failed, 0 warning(s)"
+    # An empty report checked nothing, and report.text says so (never a green PASSED).
+    summary = (
+        "NOTHING CHECKED  0 target(s), 0 case(s), 0 result(s): 0 passed, 0 failed, 0 warning(s)"
+    )
     lines = [*notes, summary]
     if not all(line.isascii() and line.isprintable() for line in lines):
         return None  # rich measures other characters in cells of its own
@@ -82,7 +85,7 @@ def _rendered(notes: list[str]) -> str | None:
         return "".join(f"{line}\n" for line in lines)
     coloured = [f"{_CYAN}{note}{_RESET}" for note in notes]
     coloured.append(
-        f"{_BOLD_GREEN}PASSED{_RESET}  0 target(s), 0 case(s), 0 result(s): "
+        f"{_BOLD_YELLOW}NOTHING CHECKED{_RESET}  0 target(s), 0 case(s), 0 result(s): "
         f"{_GREEN}0 passed,{_RESET} 0 failed, 0 warning(s)"
     )
     return "".join(f"{line}\n" for line in coloured)

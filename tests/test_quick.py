@@ -160,5 +160,5 @@ def test_the_console_script_takes_the_fast_path(project):
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         "1 changed file(s) ignored: not specs in specs, not Python\n"
-        "PASSED  0 target(s), 0 case(s), 0 result(s): 0 passed, 0 failed, 0 warning(s)\n"
+        "NOTHING CHECKED  0 target(s), 0 case(s), 0 result(s): 0 passed, 0 failed, 0 warning(s)\n"
     )
