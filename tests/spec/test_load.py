@@ -102,7 +102,7 @@ def test_unknown_top_level_key_suggests_nothing_when_nothing_is_close() -> None:
     assert issue.key_path == "zzzzzz"
     assert "did you mean" not in issue.message
     assert (
-        "valid keys: cases, checks, expected_gradient, explore, extra_checks, gradient, kinks,"
+        "valid keys: cases, checks, device, expected_gradient, explore, extra_checks, gradient,"
         in issue.message
     )
 
