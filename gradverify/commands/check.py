@@ -119,7 +119,8 @@ def _nothing_but_usage_errors(report: Report) -> None:
     with no report, exit 2, as for any error of usage."""
     from gradverify.errors import GradverifyError
 
-    if report.results and len(report.usage_errors) == len(report.results):
+    nothing_else = report.coverage is None and len(report.usage_errors) == len(report.results)
+    if report.results and nothing_else:
         raise GradverifyError("\n".join(_usage_messages(report.usage_errors)))
 
 
