@@ -168,11 +168,11 @@ def test_zero_config_notes_are_in_the_json_too():
 
 
 def test_zero_config_on_a_forward_that_rejects_the_guess_prints_a_spec_to_write():
-    result = invoke("check", "tests.functions.mapping:StrictBatchMatMul")
+    result = invoke("check", "tests.functions.mapping:FixedSizeMatMul")
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert "cannot infer inputs" in result.stderr
-    assert "target: tests.functions.mapping:StrictBatchMatMul" in result.stderr
+    assert "target: tests.functions.mapping:FixedSizeMatMul" in result.stderr
     assert "cases:" in result.stderr
     assert "# a:" in result.stderr and "# b:" in result.stderr
     assert result.stdout == ""

@@ -83,18 +83,21 @@ class StrictMatMul(torch.autograd.Function):
         return grad_output.mm(b.t()), a.t().mm(grad_output)
 
 
-class StrictBatchMatMul(torch.autograd.Function):
-    """a @ b through torch.bmm, which takes only 3-D batches: every inferred shape is rejected."""
+class FixedSizeMatMul(torch.autograd.Function):
+    """a @ b for a 4x6 a and a 6x5 b only, as a fixed-size kernel is: the whole shapes are
+    compared as tuples, which no inference rule reads, so every guess is rejected."""
 
     @staticmethod
     def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if tuple(a.shape) != (4, 6) or tuple(b.shape) != (6, 5):
+            raise ValueError(f"a must be 4x6 and b 6x5, got {tuple(a.shape)}, {tuple(b.shape)}")
         ctx.save_for_backward(a, b)
-        return torch.bmm(a, b)
+        return a.mm(b)
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         a, b = ctx.saved_tensors
-        return grad_output.bmm(b.transpose(1, 2)), a.transpose(1, 2).bmm(grad_output)
+        return grad_output.mm(b.t()), a.t().mm(grad_output)
 
 
 class DetachedGradOutputSquare(torch.autograd.Function):
