@@ -289,3 +289,25 @@ def test_a_target_line_marks_a_target_that_does_not_load(monkeypatch):
     assert stream.getvalue().startswith(
         "[1/1] ✗ no_such_module_for_gradverify:Fn  0 passed, 1 failed"
     )
+
+
+def test_the_console_script_reports_the_others_and_exits_2(tmp_path):
+    """As CI runs it: text on stdout, JSON in the `-o` file, the error on stderr, exit 2."""
+    import os
+    import subprocess
+    import sys
+
+    write(tmp_path, "good.yaml", GOOD)
+    bad = write(tmp_path, "missing.yaml", MISSING_MODULE)
+    output = tmp_path / "report.json"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "gradverify"), "check", str(tmp_path), "--no-cache",
+         "--format", "json", "-o", str(output)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == ExitCode.USAGE, done.stdout + done.stderr
+    assert f"{GOOD_TARGET}  case vector  " in done.stdout
+    assert f"error: {bad}:1: target: cannot load target" in done.stderr
+    document = json.loads(output.read_text(encoding="utf-8"))
+    assert [r["target"] for r in usage_results(document)] == ["no_such_module_for_gradverify:Fn"]
+    assert "Traceback" not in done.stdout + done.stderr
