@@ -48,6 +48,21 @@ def test_by_default_another_value_of_a_number_finds_the_bug_the_spec_misses():
     assert pasted_p != 2.0 and pasted_p > 1
 
 
+def test_by_default_another_dim_finds_a_backward_right_only_for_the_last_axis(tmp_path: Path):
+    spec = tmp_path / "axis.yaml"
+    spec.write_text(
+        "target: tests.functions.structure_hints:SoftmaxLastDimBackward\n"
+        "cases: [{name: last, inputs: [{shape: [3, 4]}, -1]}]\n",
+        encoding="utf-8",
+    )
+    code, _ = check(str(spec), "--explore", "0")
+    assert code == ExitCode.OK  # right for the spec's dim = -1
+    code, report = check(str(spec))
+    assert code == ExitCode.FAILED
+    [found] = [r for r in report["results"] if r["status"] == "fail"]
+    assert found["check"] == "finite_difference" and "dim = -2" in found["message"]
+
+
 def test_by_default_a_tensor_value_bug_is_found_too():
     code, report = check(str(SPECS / "cube.yaml"))
     assert code == ExitCode.FAILED

@@ -72,7 +72,7 @@ def explore(
         if over and (draw.number > budget.first_draws or budget.seconds <= 0):
             return _ran_out(produced, tried, budget)
         began = time.perf_counter()
-        found = _found(context, case, draw)
+        found, draw = _found(context, case, draw)
         cost, tried = time.perf_counter() - began, draw.number
         if found is not None:
             margin = KINK_MARGIN_EPS * context.spec.tolerance.eps
@@ -87,24 +87,23 @@ def explore(
     return Outcome(_carrying(produced, _explored(budget, tried, ran_out=False, found=False)))
 
 
-def _found(context: CaseContext, case: Case, draw: Draw) -> Found | None:
+def _found(context: CaseContext, case: Case, draw: Draw) -> tuple[Found | None, Draw]:
     """The draw's failure, if it fails; with the case's own numbers where it fails with them
-    too (then the numbers did not matter)."""
+    too (then the numbers did not matter, and the draw says so)."""
     arguments, _ = settle_inputs(
         context.target, draw.case, draw.arguments, context.spec, context.seed
     )
     failure = failing(context, draw.case, arguments)
     if failure is None or not draw.other_numbers:
-        return None if failure is None else Found(draw.case, arguments, failure)
+        return (None if failure is None else Found(draw.case, arguments, failure)), draw
     own = with_numbers_of(case, draw.case)
-    changed = dict(changed_numbers(case, draw.case))
-    with_own = _own_numbers(case, arguments, changed)
+    with_own = _own_numbers(case, arguments, dict(changed_numbers(case, draw.case)))
     again = failing(context, own, with_own)
     if again is not None:
-        return Found(own, with_own, again)
+        return Found(own, with_own, again), replace(draw, case=own, other_numbers=False)
     if not _repeatable(context, draw.case, arguments, failure):
-        return None  # forward draws at random with these numbers (dropout on): no finding
-    return Found(draw.case, arguments, failure)
+        return None, draw  # forward draws at random with these numbers (dropout on)
+    return Found(draw.case, arguments, failure), draw
 
 
 def _own_numbers(
