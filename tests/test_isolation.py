@@ -429,9 +429,12 @@ def test_a_worker_gives_back_what_a_check_freed_before_the_next_check(tmp_path, 
         tmp_path, monkeypatch, RELEASE_PROBE, "[forward, backward]"
     )
     assert statuses == ["pass", "pass"]
-    after_the_free, *later = map(float, lines)
-    assert later, "backward's check called forward again"
-    assert min(later) < after_the_free - 48
+    *before_the_trim, in_backwards_check = map(float, lines)
+    assert before_the_trim, "settling and forward's check called forward"
+    # Against the peak of the readings before the trim, not the first one: what the worker
+    # keeps alive between them (backward's check imports coverage.py and measures, ~6 MB)
+    # is no hole left by a free. Without the trim the last reading is above that peak.
+    assert in_backwards_check < max(before_the_trim) - 48
 
 
 @pytest.mark.skipif(not forkserver.AVAILABLE, reason="workers are spawned without pidfds")
