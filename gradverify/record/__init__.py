@@ -6,5 +6,6 @@ records.py reads what it wrote; summary.py groups the calls into few cases and t
 run's constants; cases.py turns a recorded call into a case's inputs (readable.py writes
 its numbers); shrink.py makes large shapes small while forward and backward still accept
 them; variants.py adds what the run did not show; specs.py writes or extends spec files;
-run.py runs the command and ties them together.
+run.py runs the command (prewarm.py importing what the specs need while it runs) and ties
+them together.
 """
