@@ -5,6 +5,9 @@
   values)`: ids as long as values), or its shape for the scatter family;
 - a count (what forward allocates with as a first size, `new_zeros((num_segments, 4))`,
   or passes as `num_classes`, `minlength`) covers the indices: one more than the largest;
+- an index that reads a table (`table[idx]`, `index_select`, `gather`, `take`, `embedding`)
+  whose rows forward combines with another tensor (`table[idx] * (1 - frac)`) has that
+  tensor's length, at least READ_LENGTH, and the tensor the index's;
 - at least one index repeats, so that a backward that assigns where it must accumulate
   (`gw[idx] = g`) is caught on every seed: an index whose length is fixed draws from fewer
   values than its length; one whose length is free gets a case long enough to repeat.
@@ -46,6 +49,18 @@ ALLOCATIONS = frozenset({
 COUNT_KEYWORDS = frozenset({"num_classes", "minlength", "dim_size", "num_segments"})
 # An index tensor narrowed so that its values repeat (kept so when cases reshape the rest).
 REPEATS = "fewer values than its length, so that one repeats"
+# Calls that read a table at an index: (table position, index position) as a method writes
+# them (`table.index_select(dim, idx)`), and as torch's function does
+# (`torch.index_select(table, dim, idx)`, `F.embedding(idx, table)`).
+READING_CALLS = {
+    "index_select": ((None, 1), (0, 2)), "gather": ((None, 1), (0, 2)),
+    "take": ((None, 0), (0, 1)), "take_along_dim": ((None, 0), (0, 1)),
+    "embedding": ((1, 0), (1, 0)),
+}  # fmt: skip
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+# An index that reads a table beside a tensor of its length is this long at least, drawing
+# from fewer values: a repeat on every seed, and room for the values between.
+READ_LENGTH = 4
 
 
 def pairs(flow: Flow) -> dict[str, tuple[str, int | None]]:
@@ -65,6 +80,54 @@ def pairs(flow: Flow) -> dict[str, tuple[str, int | None]]:
         if len(indices) == 1 and sources and sources[0] != indices[0]:
             found.setdefault(indices[0], (sources[0], None if whole else dim))
     return found
+
+
+def read_partners(flow: Flow) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """index parameter -> (the table it reads, the parameters forward combines the rows
+    read with in arithmetic: `table[idx] * (1 - frac)` -> ("table", ("frac",)))."""
+    if flow.forward is None:
+        return {}
+    read: dict[str, str] = {}
+    for node in own_nodes(flow.forward):
+        table_node, index_node = _read_arguments(node)
+        if table_node is None or index_node is None:
+            continue
+        tables = flow.sources(table_node) & set(flow.parameters)
+        indices = (flow.sources(index_node) & set(flow.parameters)) - tables
+        if len(tables) == 1 and len(indices) == 1:
+            read.setdefault(next(iter(indices)), next(iter(tables)))
+    found: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for index, table in read.items():
+        partners: dict[str, None] = {}
+        for node in own_nodes(flow.forward):
+            if not isinstance(node, ast.BinOp) or not isinstance(node.op, ARITHMETIC):
+                continue
+            for rows, other in ((node.left, node.right), (node.right, node.left)):
+                read_side, other_side = flow.sources(rows), flow.sources(other)
+                if {index, table} <= read_side and not {index, table} & other_side:
+                    partners.update(dict.fromkeys(sorted(other_side - read_side)))
+        if partners:
+            found[index] = (table, tuple(partners))
+    return found
+
+
+def _read_arguments(node: ast.AST) -> tuple[ast.AST | None, ast.AST | None]:
+    """(table, index) of `table[idx]` or a call that reads a table at an index."""
+    if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Store | ast.Del):
+        if not isinstance(node.slice, ast.Slice | ast.Tuple):
+            return node.value, node.slice
+        return None, None
+    if not isinstance(node, ast.Call) or called_name(node) not in READING_CALLS:
+        return None, None
+    method, function = READING_CALLS[called_name(node)]
+    receiver = _receiver(node)
+    if receiver is not None and not _is_module(receiver) and method[0] is None:
+        at = method[1]
+        return receiver, node.args[at] if at < len(node.args) else None
+    table_at, index_at = function
+    if max(table_at, index_at) >= len(node.args):
+        return None, None
+    return node.args[table_at], node.args[index_at]
 
 
 def _paired_arguments(
@@ -130,6 +193,7 @@ def fit(target: Target, choices: Sequence[Choice]) -> list[Choice]:
         return list(choices)
     flow = target_flow(target)
     paired = pairs(flow)
+    choices = _grown_sources(_read_beside(choices, read_partners(flow)), paired)
     by_name = {c.name: c for c in choices}
     fitted = []
     for choice in choices:
@@ -142,6 +206,54 @@ def fit(target: Target, choices: Sequence[Choice]) -> list[Choice]:
             choice = replace(choice, high=max(1, min(choice.high, math.prod(choice.shape) - 2)))
         fitted.append(choice)
     return _counts(fitted, counts(flow))
+
+
+def _read_beside(
+    choices: Sequence[Choice], partners: dict[str, tuple[str, tuple[str, ...]]]
+) -> list[Choice]:
+    """Each index that reads a vector beside vectors it pairs with (`table[idx] * frac`):
+    index and partners of one length N, the partner's where it is READ_LENGTH or more,
+    drawing from fewer values than N (a repeat on every seed)."""
+    fitted = list(choices)
+    position = {c.name: i for i, c in enumerate(fitted)}
+    for name, (table_name, partner_names) in partners.items():
+        index, table = fitted[position[name]], fitted[position.get(table_name, position[name])]
+        beside = [
+            position[p]
+            for p in partner_names
+            if p in position and is_float_tensor(fitted[position[p]])
+            and len(fitted[position[p]].shape) <= 1
+        ]  # fmt: skip
+        vector = is_float_tensor(table) and len(table.shape) == 1
+        if index.dtype != "int64" or len(index.shape) != 1 or not vector or not beside:
+            continue
+        length = max(READ_LENGTH, *(math.prod(fitted[p].shape) for p in beside))
+        reason = f"reads {table_name} beside {fitted[beside[0]].name}, with {REPEATS}"
+        fitted[position[name]] = replace(index, shape=(length,), reason=reason)
+        for p in beside:
+            fitted[p] = replace(fitted[p], shape=(length,))
+    return fitted
+
+
+def _grown_sources(
+    choices: Sequence[Choice], paired: dict[str, tuple[str, int | None]]
+) -> list[Choice]:
+    """Each source an index pairs with along a dim shorter than READ_LENGTH there made
+    longer (values [2, 4] -> [5, 4]: ids [2] of segments 0..1 repeat on half the seeds)."""
+    fitted = list(choices)
+    position = {c.name: i for i, c in enumerate(fitted)}
+    for name, (source_name, dim) in paired.items():
+        if name not in position or source_name not in position or dim is None:
+            continue
+        source = fitted[position[source_name]]
+        if fitted[position[name]].dtype != "int64" or not is_float_tensor(source):
+            continue
+        if not -len(source.shape) <= dim < len(source.shape) or source.shape[dim] >= READ_LENGTH:
+            continue
+        shape = list(source.shape)
+        shape[dim] = next(n for n in range(READ_LENGTH, 99) if n not in source.shape)
+        fitted[position[source_name]] = replace(source, shape=tuple(shape))
+    return fitted
 
 
 def _paired(index: Choice, source: Choice, dim: int | None) -> Choice:
@@ -172,9 +284,12 @@ def repeats(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
     into 3 rows repeats on a third of the seeds): the same index, long enough that one
     repeats (idx [4]); and where forward wants that length, fewer values than its length."""
     paired = pairs(target_flow(target))
+    read = read_partners(target_flow(target))
     for position, choice in enumerate(base):
         if choice.dtype != "int64" or choice.kind != TENSOR or choice.name in paired:
             continue
+        if choice.name in read and REPEATS in choice.reason:
+            continue  # reads beside a tensor of its length: it repeats already
         length = math.prod(choice.shape)
         if len(choice.shape) != 1 or length >= choice.high + 2 or choice.high < 1:
             continue

@@ -8,14 +8,14 @@ import pytest
 
 from gradverify.inference.dataflow import flow_of
 from gradverify.inference.from_signature import Inference, infer
-from gradverify.inference.indices import counts, pairs
+from gradverify.inference.indices import counts, pairs, read_partners
 from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Report, Status
 from gradverify.run import session
 from gradverify.run.session import RunOptions
 from gradverify.spec.load import SpecEntry
 from gradverify.target.loading import load_target
-from tests.functions import indices
+from tests.functions import indices, table_reads
 
 MODULE = "tests.functions.indices"
 
@@ -105,3 +105,70 @@ def test_an_index_put_with_accumulate_pairs_its_indices_with_the_values() -> Non
 
     assert (ids.dtype, ids.shape, count.value) == ("int64", values.shape, ids.high + 1)
     assert zero_config("SegmentSumIndexPut").passed
+
+
+# --- an index that reads a table beside a tensor of its length (tests/functions/table_reads.py)
+
+READS = "tests.functions.table_reads"
+
+
+def zero_config_of(name: str, seed: int | None = None) -> Report:
+    entry, note = infer_entry(load_target(f"{READS}:{name}"))
+    return session.run([entry], RunOptions(isolation=False, cache=False, seed=seed), [note])
+
+
+def test_an_index_reading_a_table_pairs_with_what_its_rows_are_combined_with() -> None:
+    interpolation = table_reads.Interp1d
+    flow = flow_of(interpolation.forward, None, ("table", "idx", "frac"))
+    lookup = table_reads.ScaledLookup
+    selected = flow_of(lookup.forward, None, ("table", "idx", "weight"))
+
+    assert read_partners(flow) == {"idx": ("table", ("frac",))}
+    assert read_partners(selected) == {"idx": ("table", ("weight",))}
+
+
+@pytest.mark.parametrize("name", ["Interp1d", "ScaledLookup"])
+def test_the_index_and_its_partner_share_a_length_of_4_or_more_and_it_repeats(name: str) -> None:
+    inference = infer(load_target(f"{READS}:{name}"))
+    table, idx, partner = inference.choices
+
+    assert idx.shape == partner.shape and idx.shape[0] >= 4
+    assert idx.high <= idx.shape[0] - 2 and idx.high < table.shape[0]  # a repeat, valid
+    for _, (table, idx, partner) in inference.cases:
+        if len(table.shape) == 1:
+            assert idx.shape == partner.shape and idx.high <= idx.shape[0] - 2
+
+
+@pytest.mark.parametrize("name", ["Interp1dLosesRepeats", "ScaledLookupLosesRepeats"])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_a_table_read_that_loses_repeats_fails_on_every_seed(name: str, seed: int) -> None:
+    report = zero_config_of(name, seed)
+
+    assert "inferred" in failed_cases(report)  # the base case, not only an extra one
+
+
+@pytest.mark.parametrize("name", ["Interp1d", "ScaledLookup"])
+def test_a_table_read_that_accumulates_passes(name: str) -> None:
+    assert zero_config_of(name).passed
+
+
+def test_no_shape_forward_ran_on_is_said_to_be_rejected() -> None:
+    choices = infer(load_target(f"{READS}:Interp1d")).choices
+
+    assert not any("rejects" in choice.reason for choice in choices)
+
+
+def test_a_segment_index_pairs_with_a_source_long_enough_to_repeat() -> None:
+    values, ids, count = infer(load_target(f"{READS}:SegmentMean")).choices
+
+    assert ids.shape == values.shape[:1] and ids.shape[0] >= 4
+    assert ids.high <= ids.shape[0] - 2 and count.value == ids.high + 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_a_segment_mean_without_its_count_fails_on_every_seed(seed: int) -> None:
+    assert not zero_config_of("SegmentMeanNoCount", seed).passed
+
+
+def test_a_right_segment_mean_passes() -> None:
+    assert zero_config_of("SegmentMean").passed
