@@ -141,13 +141,19 @@ def _other_callables(choices: list[Choice]) -> list[Choice]:
 
 def _zero_dimensional(choices: list[Choice], outcome: ProbeOutcome) -> list[Choice]:
     """The tensors after the first as 0-d tensors (a scalar parameter such as Swish's beta)."""
-    reason = f"{outcome.stage} rejects shape {list(choices[0].shape)}" if choices else ""
     return [
-        replace(choice, shape=(), reason=reason)
+        replace(choice, shape=(), reason=_at_shape(outcome, choice))
         if index > 0 and choice.kind == TENSOR and choice.shape
         else choice
         for index, choice in enumerate(choices)
     ]
+
+
+def _at_shape(outcome: ProbeOutcome, choice: Choice) -> str:
+    """Why a tensor became 0-d, in what the probe saw: its own shape, beside the others."""
+    if outcome.stage == "done":
+        return f"the guess {list(choice.shape)} broke the Function's contract"
+    return f"{outcome.stage} raised with it at {list(choice.shape)}"
 
 
 def _numbers(choice: Choice, reason: str) -> list[Choice]:

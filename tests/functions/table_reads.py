@@ -109,3 +109,18 @@ class RowScaleWrong(torch.autograd.Function):
     def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x, w = ctx.saved_tensors
         return g * (w * w)[:, None], (g * x).sum(1)
+
+
+class ScaleByScalar(torch.autograd.Function):
+    """x times a 0-d s: forward raises for s of any other shape (the 0-d repair's reason
+    must name what forward raised with)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, s)
+        return x * s.reshape(())
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, s = ctx.saved_tensors
+        return g * s, (g * x).sum()

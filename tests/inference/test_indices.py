@@ -172,3 +172,10 @@ def test_a_segment_mean_without_its_count_fails_on_every_seed(seed: int) -> None
 
 def test_a_right_segment_mean_passes() -> None:
     assert zero_config_of("SegmentMean").passed
+
+
+def test_a_tensor_made_0_d_says_what_forward_raised_with() -> None:
+    x, s = infer(load_target(f"{READS}:ScaleByScalar")).choices
+
+    assert (x.shape, s.shape) == ((4,), ())
+    assert s.reason == "forward raised with it at [4]"
