@@ -19,6 +19,7 @@ from gradverify.numerics.patterns import (
     MIN_ENTRIES,
     OutputShapes,
     flipped_outputs,
+    grouped_factors,
     repeated_indices,
     wrong_axis,
 )
@@ -128,6 +129,9 @@ def diagnose(
         )
         if axis is not None or repeated is not None:
             return axis or repeated
+        grouped = grouped_factors(analytical, numerical, off, atol, rtol)
+        if grouped is not None:
+            return grouped
     zero_where_not = off & (analytical.abs() <= atol)
     if bool((zero_where_not == off).all().item()):
         return (

@@ -162,7 +162,10 @@ def repeated_indices(
     significant = numerical.abs() > atol
     wrong = off.any(dim=0)
     read_often = significant.sum(dim=0) > 1
-    if not bool(wrong.any()) or not torch.equal(wrong, read_often):
+    # Only elements read more than once are wrong; some read so may be right, where their
+    # reads add up through other statements (`g[idx] += a; g[idx + 1] += b` is right at an
+    # element idx reads once and idx + 1 once).
+    if not bool(wrong.any()) or bool((wrong & ~read_often).any()):
         return None
     kept = analytical.abs() > atol
     columns = wrong.nonzero().reshape(-1)
@@ -171,10 +174,13 @@ def repeated_indices(
         return None  # the contributions kept are not the right ones
     if bool((kept[:, columns] & ~significant[:, columns]).any()):
         return None  # backward adds what forward does not read
+    if not bool(kept[:, columns].any(dim=0).all()):
+        return None  # an element with no contribution kept: masked, not assigned
     count = f"{int(wrong.sum())} of {wrong.numel()} elements"
     where = _repeated_rows(wrong, tuple(argument.shape), repeats, name)
+    exactly = "exactly at the" if torch.equal(wrong, read_often) else "only at"
     return (
-        f"wrong exactly at the elements of {name} that forward reads more than once ({count}"
+        f"wrong {exactly} elements of {name} that forward reads more than once ({count}"
         f"{where}): backward keeps one contribution where the repeats' must add up; likely an "
         "assignment `grad[index] = grad_output` where accumulation belongs: `index_add_`, "
         "`scatter_add_` or `index_put_(..., accumulate=True)`"
@@ -205,3 +211,75 @@ def _repeated_rows(
                 listed = ", ".join(str(value) for value in sorted(found))
                 return f"; {what} {listed} of {name}, the values {key} repeats"
     return ""
+
+
+def grouped_factors(
+    analytical: torch.Tensor,
+    numerical: torch.Tensor,
+    off: torch.Tensor,
+    atol: float,
+    rtol: float,
+) -> str | None:
+    """A factor that is constant within groups of entries but differs between groups: a
+    missing normalisation (a segment mean's backward that forgets 1/count, a norm's that
+    forgets 1/‖x‖ per row).
+
+    The evidence: backward is nonzero exactly where forward's Jacobian is; along one axis
+    of the Jacobian (each output element's entries, or each argument element's), the
+    ratio numerical/analytical is one number per line, to within a tenth of the tolerance;
+    every wrong line holds two entries or more (so the constancy is seen, not assumed), and
+    the lines do not all share one factor (that is a constant factor, said elsewhere).
+    """
+    significant = numerical.abs() > 10 * atol
+    nonzero = analytical.abs() > atol
+    if int(significant.sum()) < MIN_ENTRIES or bool((off & ~significant).any()):
+        return None  # too few entries, or wrong where forward's Jacobian is about zero
+    if not torch.equal(significant, nonzero & (numerical.abs() > atol)):
+        return None  # backward's nonzero entries are not forward's: no factor explains it
+    tolerance = EXPLAINED * (atol + rtol * numerical.abs())
+    for axis in (1, 0):  # a row: one output element's entries; a column: one argument element's
+        factors = _line_factors(analytical, numerical, off, significant, tolerance, axis)
+        if factors is not None:
+            return _describe_groups(factors)
+    return None
+
+
+def _line_factors(
+    analytical: torch.Tensor,
+    numerical: torch.Tensor,
+    off: torch.Tensor,
+    significant: torch.Tensor,
+    tolerance: torch.Tensor,
+    axis: int,
+) -> list[float] | None:
+    """numerical/analytical of each wrong line along `axis` when every line keeps one factor."""
+    if axis == 0:
+        analytical, numerical, off = analytical.T, numerical.T, off.T
+        significant, tolerance = significant.T, tolerance.T
+    ratios = torch.where(significant, numerical / analytical.where(significant, 1.0), 0.0)
+    entries = significant.sum(dim=1)
+    factors = ratios.sum(dim=1) / entries.clamp(min=1)  # the mean ratio of each line
+    explained = (numerical - factors[:, None] * analytical).abs() <= tolerance
+    if not bool(explained[significant].all()):
+        return None
+    wrong_lines = off.any(dim=1)
+    if bool((entries[wrong_lines] < 2).any()):
+        return None  # a line of one entry shows no constancy: any wrong value fits it
+    wrong = sorted({round(float(f), 3) for f in factors[wrong_lines]})
+    every = {round(float(f), 3) for f in factors[entries > 0]}
+    return wrong if len(every) > 1 else None
+
+
+def _describe_groups(factors: list[float]) -> str:
+    shown = ", ".join(f"{f:.3g}" for f in factors[:4]) + (" …" if len(factors) > 4 else "")
+    counts = [1 / f for f in factors if f > 0]
+    whole = len(counts) == len(factors) and all(c >= 2 and abs(c - round(c)) < 1e-2 for c in counts)
+    likely = (
+        "likely a missing division by a count (1/n per group: a segment's or a mean's size)"
+        if whole
+        else "likely a missing normalisation, e.g. a division by a count or a norm"
+    )
+    return (
+        f"backward is off by a factor that differs per element, constant within groups "
+        f"(numerical/analytical = {shown}): {likely}"
+    )

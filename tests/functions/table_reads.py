@@ -124,3 +124,15 @@ class ScaleByScalar(torch.autograd.Function):
     def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x, s = ctx.saved_tensors
         return g * s, (g * x).sum()
+
+
+class SegmentMeanTimesValues(SegmentMean):
+    """SegmentMean whose backward multiplies by the values: off by a factor that differs
+    within each segment, no missing count."""
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        segment_ids, counts = ctx.saved_tensors
+        scale = torch.arange(1, segment_ids.numel() + 1, dtype=g.dtype, device=g.device)
+        per_row = counts[segment_ids].unsqueeze(1).to(g.dtype) / scale.unsqueeze(1)
+        return g[segment_ids] / per_row, None, None
