@@ -271,7 +271,10 @@ def _line_factors(
 
 
 def _describe_groups(factors: list[float]) -> str:
+    """The factors of the wrong groups (1 is the right groups' own, shown where none is)."""
     shown = ", ".join(f"{f:.3g}" for f in factors[:4]) + (" …" if len(factors) > 4 else "")
+    if len(factors) == 1:
+        shown += ", 1 where it is right"
     counts = [1 / f for f in factors if f > 0]
     whole = len(counts) == len(factors) and all(c >= 2 and abs(c - round(c)) < 1e-2 for c in counts)
     likely = (

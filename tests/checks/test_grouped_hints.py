@@ -83,3 +83,10 @@ def test_the_accumulating_interpolation_passes_on_those_values(run_spec, only):
     result = fd(run_spec, only, "Interp1d", INTERPOLATION)
 
     assert result.status.value == "pass" and result.hint is None
+
+
+def test_one_wrong_group_is_shown_beside_the_right_ones(run_spec, only):
+    inputs = "[{shape: [6, 2]}, {values: [0, 0, 1, 2, 3, 4], dtype: int64}, 5]"
+    result = fd(run_spec, only, "SegmentMeanNoCount", inputs)
+
+    assert "(numerical/analytical = 0.5, 1 where it is right)" in result.hint
