@@ -102,3 +102,16 @@ def test_an_inferred_target_gets_other_shapes_of_the_same_rank():
     for draw in draws(CASE, SPEC, seed=0, count=20, inferred=True):
         if draw.kind == SHAPE:  # a size two inputs share stays shared
             assert draw.arguments[0].shape[1] == draw.arguments[1].shape[0]
+
+
+def test_a_structured_tensor_keeps_its_structure_in_every_draw():
+    spec = FunctionSpec.model_validate(
+        {
+            "target": "tests.functions.correct:Mul",
+            "cases": [{"name": "spd", "inputs": [{"shape": [3, 3], "structure": "spd"}]}],
+        }
+    )
+    for draw in draws(spec.cases[0], spec, seed=0, count=8, inferred=False):
+        matrix = draw.arguments[0].detach()
+        assert torch.allclose(matrix, matrix.T)  # edge values, ties, signs would break it
+        assert bool((torch.linalg.eigvalsh(matrix) > 0).all())
