@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,45 @@ def passed_at_call_sites(target: Target) -> dict[int, Passed]:
         if len(values) == calls and all(v[:1] == first[:1] and v[2] == first[2] for v in values):
             found[index] = Passed(first[0], first[1], first[2])
     return found
+
+
+def buffers_at_call_sites(target: Target) -> dict[int, str]:
+    """Positional index -> file:line, where every `Fn.apply(...)` call site passes a buffer
+    its module registers (`Fn.apply(x, self.filt)` beside `self.register_buffer("filt", ...)`):
+    a constant of the model, never differentiated."""
+    if not target.is_function or not isinstance(target.obj, type):
+        return {}
+    own = _source_path(target.obj)
+    if own is None:
+        return {}
+    calls: list[dict[int, str]] = []
+    for path in _package_files(own):
+        text = _text(path)
+        for call in _apply_calls(path, target.obj.__name__):
+            calls.append(
+                {
+                    index: f"{path.name}:{argument.lineno}"
+                    for index, argument in enumerate(call.args)
+                    if _self_attribute(argument) is not None
+                    and re.search(
+                        rf"register_buffer\(\s*['\"]{_self_attribute(argument)}['\"]", text
+                    )
+                }
+            )
+    if not calls:
+        return {}
+    return {index: where for index, where in calls[0].items() if all(index in c for c in calls)}
+
+
+def _self_attribute(argument: ast.AST) -> str | None:
+    """`name` for an argument written `self.name`."""
+    if (
+        isinstance(argument, ast.Attribute)
+        and isinstance(argument.value, ast.Name)
+        and argument.value.id == "self"
+    ):
+        return argument.attr
+    return None
 
 
 def _source_path(obj: Any) -> Path | None:

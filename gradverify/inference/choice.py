@@ -93,6 +93,9 @@ class Inference:
     ran: bool = True  # forward and backward ran, every gradient well-formed
     rejection: str | None = None  # forward rejected every candidate: its first complaint
     extra: tuple[tuple[str, tuple[Choice, ...]], ...] = ()  # (label, choices): more cases
+    # The docstring's words declaring backward a surrogate (`straight-through estimator`):
+    # the spec's `gradient: surrogate`, the user's own declaration.
+    surrogate: str | None = None
 
     @property
     def stopped(self) -> str | None:
@@ -123,7 +126,8 @@ class Inference:
             {"name": case_name(case, label), "inputs": [choice.item for choice in choices]}
             for label, choices in self.cases
         ]
-        return FunctionSpec.model_validate({"target": self.target, "cases": cases})
+        gradient = {"gradient": "surrogate"} if self.surrogate else {}
+        return FunctionSpec.model_validate({"target": self.target, **gradient, "cases": cases})
 
     def summary(self) -> str:
         return ", ".join(choice.describe() for choice in self.choices) or "no arguments"

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.docstrings import docstrings, documented, surrogate_phrase
 from gradverify.target.syntax import own_nodes, parsed_function
 
 if TYPE_CHECKING:
@@ -30,16 +31,6 @@ NAMED_KINDS = (
 )  # fmt: skip
 # A Cholesky factor by its name: lower-triangular with a positive diagonal.
 TRIANGULAR_NAMES = re.compile(r"^(L|chol|cholesky|scale_tril|\w+_chol|chol_\w+|L_\w+)$")
-# Words of a docstring line about a parameter, and the structure each asks for.
-STRUCTURE_WORDS = (
-    (re.compile(r"positive[- ](semi-?)?definite|\bS?PS?D\b|covariance", re.I), "spd"),
-    (re.compile(r"lower[- ]triangular|cholesky factor", re.I), "lower"),
-    (re.compile(r"upper[- ]triangular", re.I), "upper"),
-    (re.compile(r"\bsymmetric\b|\bhermitian\b", re.I), "symmetric"),
-    (re.compile(r"orthogonal|orthonormal|rotation matri", re.I), "orthogonal"),
-    (re.compile(r"probabilit|simplex|sums? to (one|1)", re.I), "simplex"),
-    (re.compile(r"\b(strictly )?positive\b(?! definite)", re.I), "positive"),
-)
 # Ops forward may apply to a parameter, the argument position (as torch.* writes it) that
 # gets the structure, and the structure (None: read `upper=` for lower or upper).
 STRUCTURE_OPS: dict[str, tuple[int, str | None]] = {
@@ -55,8 +46,6 @@ UPPER_BY_DEFAULT = frozenset({"triangular_solve"})
 # get distinct sizes, so that a backward mixing N and M up shows); a batch dim gets 2.
 SIZES = (3, 4, 5, 6, 7, 8)
 BATCH_NAMES = frozenset({"B", "b", "batch", "N_batch", "bs"})
-DIM_TOKEN = r"(?:\*?[A-Za-z_]\w{0,11}|\d+|\.\.\.)"
-SHAPE_TUPLE = re.compile(rf"[\(\[]\s*({DIM_TOKEN}(?:\s*[,×]\s*{DIM_TOKEN})+)\s*,?\s*[\)\]]")
 JAXTYPING = re.compile(r"\w+\[\s*[\w.]+\s*,\s*['\"]([^'\"]*)['\"]\s*\]")
 
 
@@ -70,6 +59,9 @@ class Contract:
     sizes: tuple[tuple[int, int], ...] = ()  # (dim, size) from asserts: ((-1, 9),)
     structure: str | None = None
     reasons: tuple[str, ...] = field(default_factory=tuple)
+    constant: bool = False  # said to receive no gradient: requires_grad false
+    odd: frozenset[str] = frozenset()  # named dims whose size must be odd (`K odd`)
+    loose: bool = False  # only a word gave the shape (`scalar`): a number would do too
 
     @property
     def reason(self) -> str:
@@ -84,6 +76,9 @@ class Contract:
             self.sizes + tuple(s for s in other.sizes if s[0] not in dict(self.sizes)),
             self.structure or other.structure,
             self.reasons + other.reasons,
+            self.constant or other.constant,
+            self.odd | other.odd,
+            self.loose if self.dims is not None else other.loose,
         )
 
 
@@ -101,13 +96,26 @@ def read_contract(target: Target) -> dict[str, Contract]:
     return found
 
 
+def declared_surrogate(target: Target) -> str | None:
+    """The words by which the Function's docstrings declare backward a surrogate on purpose
+    (`straight-through estimator`), or None."""
+    if target.op is not None or not target.is_function:
+        return None
+    methods = (getattr(target.obj, name, None) for name in ("forward", "backward"))
+    return surrogate_phrase(docstrings(target.obj, *methods))
+
+
 def concrete_shape(contract: Contract, symbols: dict[str, int]) -> tuple[int, ...] | None:
     """A shape that keeps `contract`, named dims sized from `symbols` (filled in as met)."""
     # a named dim never takes the size of a literal one: N = 3 beside a literal 3 would
     # hide a backward that mixes them up
     literal = {int(d) for d in contract.dims or () if d.isdigit()} | {n for _, n in contract.sizes}
     if contract.dims is not None:
-        shape = [_size(dim, symbols, literal) for dim in contract.dims if not _variadic(dim)]
+        shape = [
+            _size(dim, symbols, literal, dim in contract.odd)
+            for dim in contract.dims
+            if not _variadic(dim)
+        ]
     elif contract.rank is not None or contract.sizes:
         rank = contract.rank or max(2, *(d + 1 if d >= 0 else -d for d, _ in contract.sizes))
         free = [size for size in SIZES if size not in literal]
@@ -120,15 +128,16 @@ def concrete_shape(contract: Contract, symbols: dict[str, int]) -> tuple[int, ..
     return tuple(shape)
 
 
-def _size(dim: str, symbols: dict[str, int], literal: set[int]) -> int:
+def _size(dim: str, symbols: dict[str, int], literal: set[int], odd: bool = False) -> int:
     name = dim.lstrip("#").lstrip("_") or dim
     if name.isdigit():
         return int(name)
-    if name in BATCH_NAMES:
+    if name in BATCH_NAMES and not odd:
         return 2
     if name not in symbols:
         used = set(symbols.values()) | literal
-        symbols[name] = next((size for size in SIZES if size not in used), SIZES[-1])
+        sizes = [size for size in SIZES if size % 2 or not odd]
+        symbols[name] = next((size for size in sizes if size not in used), sizes[-1])
     return symbols[name]
 
 
@@ -172,32 +181,21 @@ def _annotated(target: Target, forward: Any, parameters: list[str]) -> dict[str,
 
 
 def _documented(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
-    """A docstring line that starts with a parameter (`x: ...`, `x (Tensor): ...`,
-    `:param x: ...`): a shape written in it, `(B, N, 9)`, and the structure its words ask for."""
-    text = "\n".join(inspect.cleandoc(doc) for doc in _docstrings(target.obj, forward))
-    found: dict[str, Contract] = {}
-    for line in text.splitlines():
-        for name in parameters:
-            if not re.match(rf"\s*(?::param\s+(?:\w+\s+)?)?{re.escape(name)}\b\s*[:(\[]", line):
-                continue
-            shaped = SHAPE_TUPLE.search(line)
-            dims = tuple(re.split(r"\s*[,×]\s*", shaped.group(1))) if shaped else None
-            structure = next((s for pattern, s in STRUCTURE_WORDS if pattern.search(line)), None)
-            if dims is not None or structure is not None:
-                said = Contract(
-                    dims=dims, structure=structure, reasons=(f"docstring: {line.strip()}",)
-                )
-                found[name] = found[name].merged(said) if name in found else said
+    """A docstring entry of a parameter (gradverify.inference.docstrings): its shape, the
+    structure its words ask for, and whether it is a constant."""
+    backward = getattr(target.obj, "backward", None)
+    texts = docstrings(target.obj, forward, backward)
+    found = {}
+    for name, said in documented(texts, parameters).items():
+        found[name] = Contract(
+            dims=said.dims,
+            structure=said.structure,
+            reasons=(f"docstring: {said.line}",),
+            constant=said.constant,
+            odd=said.odd,
+            loose=said.loose,
+        )
     return found
-
-
-def _docstrings(function_class: Any, forward: Any) -> list[str]:
-    """The docstrings of forward and of the Function's own classes (a buggy twin's parent's
-    too), never torch's."""
-    classes = inspect.getmro(function_class) if isinstance(function_class, type) else ()
-    owners = [vars(c).get("__doc__") for c in classes if not c.__module__.startswith("torch")]
-    owners.append(getattr(forward, "__doc__", None))
-    return [doc for doc in owners if isinstance(doc, str)]
 
 
 def _asserted(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:

@@ -31,6 +31,7 @@ from gradverify.inference.choice import (
     in_domain,
     is_float_tensor,
 )
+from gradverify.inference.contract import declared_surrogate
 from gradverify.inference.plans import choices_for, layouts_for, plans_of
 from gradverify.inference.precision import in_kernel_precision
 from gradverify.inference.probe import NO_TENSOR, probe
@@ -51,9 +52,10 @@ def infer(target: Target) -> Inference:
     base = _base(target)
     if base.rejection is not None:  # a kernel that refuses float64 or CPU tensors?
         return in_kernel_precision(target, base, lambda: infer(target), _forward_runs)
+    surrogate = declared_surrogate(target)
     if not base.ran:
-        return base
-    return replace(base, extra=widened(target, base.choices))
+        return replace(base, surrogate=surrogate)
+    return replace(base, extra=widened(target, base.choices), surrogate=surrogate)
 
 
 def _forward_runs(target: Target, choices: Sequence[Choice]) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.annotations import annotations_of
-from gradverify.inference.call_sites import Passed, passed_at_call_sites
+from gradverify.inference.call_sites import Passed, buffers_at_call_sites, passed_at_call_sites
 from gradverify.inference.choice import CALLABLE, LITERAL, NUMBER, TENSOR, Choice
 from gradverify.inference.contract import (
     MASK,
@@ -84,6 +84,8 @@ class Plan:
     a_shape: bool = False  # a tuple of ints: the first tensor's shape
 
     def choice(self, layout: tuple[int, ...] | str) -> Choice:
+        if self.indices and not self.mask and self.fixed is not None:  # `ids: (N,)`
+            return Choice(self.name, TENSOR, self.fixed, None, self.reason, False, "int64", 0, 0)
         if self.fixed is not None or self.structure is not None:
             shape = self.fixed if self.fixed is not None else self._shape(layout)
             return Choice(
@@ -142,6 +144,7 @@ def plans_of(target: Target) -> list[Plan]:
     facts = source_facts(target)
     contracts = read_contract(target)
     passed = passed_at_call_sites(target)
+    buffers = buffers_at_call_sites(target)
     symbols: dict[str, int] = {}  # the named dims of every shape read, one size each
     plans: list[Plan] = []
     for index, name in enumerate(target.parameters):
@@ -152,6 +155,10 @@ def plans_of(target: Target) -> list[Plan]:
         contracted = _contracted(index, name, said, symbols) if said is not None else None
         if index in passed and name not in target.defaults and name not in facts.indices:
             plans.append(_as_called(index, name, passed[index]))
+        elif contracted is not None and name in facts.indices:
+            reason = f"forward indexes with it: int64 indices; {contracted.reason}"
+            plans.append(Plan(index, name, TENSOR, None, reason, False, False, indices=True,
+                              fixed=contracted.fixed))  # fmt: skip
         elif contracted is not None:
             plans.append(contracted)
         elif name in facts.indices and name not in target.defaults and annotation in ("", "Tensor"):
@@ -191,7 +198,19 @@ def plans_of(target: Target) -> list[Plan]:
             plans.append(Plan(index, name, NUMBER, SCALAR_NAMES[name], reason))
         else:
             plans.append(Plan(index, name, TENSOR, flexible=index > 0))
-    return plans
+    return [_constant(plan, buffers.get(plan.index)) for plan in plans]
+
+
+def _constant(plan: Plan, buffer: str | None) -> Plan:
+    """A tensor the package passes as a registered buffer (`Fn.apply(x, self.filt)`) is a
+    constant: drawn, never differentiated."""
+    if buffer is None or plan.kind not in (TENSOR, NUMBER) or plan.indices or plan.mask:
+        return plan
+    reason = f"the package passes a registered buffer ({buffer}): requires_grad false"
+    if plan.kind == TENSOR and plan.reason:
+        reason = f"{plan.reason}; {reason}"
+    return replace(plan, kind=TENSOR, value=None, reason=reason, flexible=False,
+                   requires_grad=False)  # fmt: skip
 
 
 def _heeded(said: Contract | None, annotation: str, indexes: bool) -> Contract | None:
@@ -236,12 +255,15 @@ def _contracted(index: int, name: str, said: Contract, symbols: dict[str, int]) 
             shape = (*shape[:-1], shape[-2])  # square, as the structure needs
         else:
             shape = SQUARE
-    if shape is None and structure is None:
+    if shape is None and structure is None and not said.constant:
         return None
-    # Only words said it (`eps: a small positive number`): a tensor first, a number if
-    # backward leaves it None, as for any other parameter.
-    loose = shape is None and structure not in MATRIX_STRUCTURES
-    return Plan(index, name, TENSOR, None, reason, loose, structure=structure, fixed=shape)
+    # Only words said it (`eps: a small positive number`, `a scalar`): a tensor first, a
+    # number if backward leaves it None, as for any other parameter.
+    loose = (shape is None or said.loose) and structure not in MATRIX_STRUCTURES
+    if said.constant:
+        reason += ": requires_grad false"
+    return Plan(index, name, TENSOR, None, reason, loose and not said.constant,
+                not said.constant, structure=structure, fixed=shape)  # fmt: skip
 
 
 def _written(target: Target, index: int) -> bool:

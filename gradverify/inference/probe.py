@@ -3,6 +3,7 @@ how far it got (inference keeps the candidates with which it gets to the end).""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,16 @@ class ProbeOutcome:
 
 def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -> ProbeOutcome:
     """One forward, and backward with ones as grad_outputs, on the inputs of `choices`;
-    with `randomness`, forward under two more seeds too, to tell whether it is random."""
+    with `randomness`, forward under two more seeds too, to tell whether it is random.
+
+    Warnings the user's code raises on a guess (`x.T` of a 3-d tensor) are silenced: they
+    are about inputs gradverify tried, not the user's; the checks' runs keep theirs."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _probe(target, choices, randomness)
+
+
+def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> ProbeOutcome:
     import torch
     from pydantic import ValidationError
 

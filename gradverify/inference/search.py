@@ -46,9 +46,16 @@ class Search:
                 choices, outcome = repair, tried
         if outcome.stage == "forward" or outcome.misfit:
             return None  # a misfit: the guess breaks the Function's contract, not a finding
-        self.forward_ran = self.forward_ran or choices
         if outcome.wrong_shape:
             choices, outcome = self._reshape(choices, plans, outcome)
+        guessed = [c.name for i, c in enumerate(choices) if i in outcome.wrong_shape and
+                   c.kind == NUMBER and plans[i].flexible]  # fmt: skip
+        if guessed:  # a number inference chose, where backward returns a tensor gradient
+            self.first_error = self.first_error or (
+                f"backward returns a tensor gradient for {', '.join(guessed)}, guessed a number"
+            )
+            return None  # a failed guess, never a finding
+        self.forward_ran = self.forward_ran or choices
         if outcome.stage == "backward" or outcome.wrong_shape:
             return None
         return self._numbers_for_none(choices, plans, outcome.none)
@@ -56,22 +63,23 @@ class Search:
     def _reshape(
         self, choices: list[Choice], plans: Sequence[Plan], outcome: ProbeOutcome
     ) -> tuple[list[Choice], ProbeOutcome]:
-        """Arguments whose gradient has another shape: a 0-d tensor, then a number."""
-        for index in outcome.wrong_shape:
-            if index == 0:  # the first argument sets the shapes: its gradient is backward's to fit
-                continue
-            alternatives = [replace(choices[index], shape=(), reason="backward's gradient is 0-d")]
-            if plans[index].flexible:
-                alternatives += _numbers(
-                    choices[index], "backward's gradient does not fit a tensor"
-                )
-            for alternative in alternatives:
+        """Arguments whose gradient has another shape: a 0-d tensor, then a number; a number
+        inference chose whose gradient backward returns as a tensor: a 0-d tensor. Again
+        while a repair leaves another argument's gradient misfitting (radius 0-d, then the
+        centre it was broadcast with)."""
+        tried_at: set[int] = set()
+        while True:
+            todo = [i for i in outcome.wrong_shape if i > 0 and i not in tried_at]
+            if not todo:  # the first argument sets the shapes: its gradient is backward's to fit
+                return choices, outcome
+            index = todo[0]
+            tried_at.add(index)
+            for alternative in _reshaped(choices[index], plans[index]):
                 trial = [*choices[:index], alternative, *choices[index + 1 :]]
                 tried = self._probe(trial)
                 if tried.stage == "done" and index not in tried.wrong_shape:
                     choices, outcome = trial, tried
                     break
-        return choices, outcome
 
     def _numbers_for_none(
         self, choices: list[Choice], plans: Sequence[Plan], none: Sequence[int]
@@ -154,6 +162,17 @@ def _at_shape(outcome: ProbeOutcome, choice: Choice) -> str:
     if outcome.stage == "done":
         return f"the guess {list(choice.shape)} broke the Function's contract"
     return f"{outcome.stage} raised with it at {list(choice.shape)}"
+
+
+def _reshaped(choice: Choice, plan: Plan) -> list[Choice]:
+    """What to try for an argument whose gradient misfits: a 0-d tensor (for a number too:
+    backward's tensor gradient says it is one), then a number where the plan allows."""
+    if choice.kind == NUMBER:
+        return [Choice(choice.name, TENSOR, (), reason="backward returns a tensor gradient for it")]
+    alternatives = [replace(choice, shape=(), reason="backward's gradient is 0-d")]
+    if plan.flexible:
+        alternatives += _numbers(choice, "backward's gradient does not fit a tensor")
+    return alternatives
 
 
 def _numbers(choice: Choice, reason: str) -> list[Choice]:

@@ -49,7 +49,10 @@ def file_name(target_spec: str) -> str:
 def spec_text(inference: Inference, case: str = "basic", header: Sequence[str] = ()) -> str:
     """The inferred spec as YAML, one commented line per input saying what was chosen; a
     case for each inferred case."""
-    lines = [*header, f"target: {inference.target}", "cases:"]
+    lines = [*header, f"target: {inference.target}"]
+    if inference.surrogate:  # the user's declaration, read from the docstring
+        lines.append(f"gradient: surrogate   # the docstring says {inference.surrogate!r}")
+    lines.append("cases:")
     for label, choices in inference.cases:
         if is_plain_twin(inference.choices, choices):
             continue  # the structure is the Function's contract: the spec keeps it

@@ -90,6 +90,11 @@ def _note(inference: Inference) -> str:
         f"trial runs ({inference.summary()}): {inference.coverage()}. `gradverify init "
         f"{inference.target}` writes them to specs/{file_name(inference.target)} to adjust."
     )
+    if inference.surrogate:
+        note += (
+            f" The docstring says {inference.surrogate!r}: checked as `gradient: surrogate`"
+            " (backward is not compared with the derivative; every structural check runs)."
+        )
     if not inference.ran:
         note += " forward ran on them but backward did not run well on any guess: see below."
     return note

@@ -1,0 +1,163 @@
+"""Zero-config reads what a Function's docstrings and call sites say of its inputs
+(tests/functions/docstrings.py): shapes in the ways packages write them, never a range of
+values as a shape, constants, a surrogate backward declared; a correct twin passes, a buggy
+twin fails, and a number guessed where backward returns a tensor gradient is a failed guess."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from gradverify.inference.choice import Choice
+from gradverify.inference.docstrings import documented, surrogate_phrase
+from gradverify.inference.from_signature import infer
+from gradverify.inference.spec_text import spec_text
+from gradverify.inference.zeroconfig import infer_entry
+from gradverify.results import Report, Status
+from gradverify.run import session
+from gradverify.run.session import RunOptions
+from gradverify.target.loading import load_target
+
+FUNCTIONS = "tests.functions.docstrings"
+
+
+def zero_config(name: str) -> Report:
+    entry, note = infer_entry(load_target(f"{FUNCTIONS}:{name}"))
+    return session.run([entry], RunOptions(isolation=False, cache=False), [note])
+
+
+def failed(report: Report) -> set[str]:
+    return {result.check for result in report.results if result.status is Status.FAIL}
+
+
+def chosen(name: str) -> dict[str, Choice]:
+    inference = infer(load_target(f"{FUNCTIONS}:{name}"))
+    return {choice.name: choice for choice in inference.choices}
+
+
+@pytest.mark.parametrize(
+    ("entry", "dims"),
+    [
+        ("x: (N, C) scores", ("N", "C")),
+        ("x : (N, C) tensor", ("N", "C")),
+        ("x (Tensor): shape (N, C)", ("N", "C")),
+        ("x (torch.Tensor): tensor of shape [B, N, 9]", ("B", "N", "9")),
+        ("x: Tensor[N, 3] points", ("N", "3")),
+        ("x: (2,) a centre", ("2",)),
+        ("x: (N,) class index per row", ("N",)),
+        ("x: [K] taps", ("K",)),
+        ("x: () the radius", ()),
+        ("x: a scalar tensor", ()),
+        ("x : Tensor\n    shape (N, D), one row per point", ("N", "D")),
+        (":param x: the input, shape (B, T)", ("B", "T")),
+    ],
+)
+def test_a_docstring_entry_gives_the_shape_however_written(
+    entry: str, dims: tuple[str, ...]
+) -> None:
+    assert documented([entry], ["x"])["x"].dims == dims
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "x: segment of each row, in [0, num_segments)",
+        "x: a probability in [0, 1]",
+        "x: position between (0, 1) of the cell",
+        "x (Tensor): the values (optional)",
+        "x: f(t, y) evaluated",
+    ],
+)
+def test_a_range_of_values_or_a_word_in_brackets_is_no_shape(entry: str) -> None:
+    said = documented([entry], ["x"]).get("x")
+
+    assert said is None or said.dims is None
+
+
+def test_words_of_a_constant_and_an_odd_size_are_read() -> None:
+    said = documented(["w: (K,) fixed filter taps, K odd; no gradient"], ["w"])["w"]
+
+    assert (said.dims, said.constant, said.odd) == (("K",), True, frozenset({"K"}))
+    assert not documented(["w: (K,) learned weights of fixed size"], ["w"])["w"].constant
+
+
+def test_a_surrogate_is_declared_by_its_words_not_by_surrogate_loss() -> None:
+    assert surrogate_phrase(["Round with a straight-through estimator."]) == "straight-through"
+    assert surrogate_phrase(["Uses an STE in backward."]) == "STE"
+    assert surrogate_phrase(["The scale of a surrogate loss."]) is None
+
+
+@pytest.mark.parametrize(
+    ("correct", "buggy"),
+    [
+        ("DistanceToSphere", "DistanceToSphereCentreSign"),
+        ("PickedNLL", "PickedNLLForgotMean"),
+        ("FixedSmoothing", "FixedSmoothingUnflipped"),
+        ("SegmentAverage", "SegmentAverageForgotCount"),
+    ],
+)
+def test_the_correct_twin_passes_and_the_buggy_twin_fails(correct: str, buggy: str) -> None:
+    passing, failing = zero_config(correct), zero_config(buggy)
+
+    assert failed(passing) == set()
+    checked = {r.status for r in passing.results if r.check == "finite_difference"}
+    assert checked and checked <= {Status.PASS, Status.WARN}
+    assert failed(failing) & {"backward", "finite_difference", "gradcheck"}
+
+
+def test_docstring_shapes_are_read_and_named_dims_shared_across_parameters() -> None:
+    points, centre, radius = chosen("DistanceToSphere").values()
+    scores, labels = chosen("PickedNLL").values()
+
+    assert (points.shape, centre.shape, radius.shape) == ((4, 3), (3,), ())
+    assert labels.shape == scores.shape[:1] and labels.dtype == "int64"  # N in both
+
+
+def test_a_number_where_backward_returns_a_tensor_gradient_is_a_failed_guess() -> None:
+    # no docstring: a number for centre or radius would make backward's tensor gradient
+    # look like a bug of the Function; a 0-d tensor fits
+    choices = chosen("DistanceToSphereUndocumented")
+
+    assert all(choice.kind == "tensor" for choice in choices.values())
+    assert failed(zero_config("DistanceToSphereUndocumented")) == set()
+
+
+@pytest.mark.parametrize("name", ["FixedSmoothing", "BufferedSmoothing"])
+def test_a_constant_by_its_docstring_or_a_registered_buffer_is_not_differentiated(
+    name: str,
+) -> None:
+    inference = infer(load_target(f"{FUNCTIONS}:{name}"))
+    kernel = inference.choices[1]
+
+    assert kernel.requires_grad is False and kernel.shape[0] % 2 == 1  # K odd
+    assert "requires_grad: false" in spec_text(inference)
+    assert failed(zero_config(name)) == set()
+
+
+def test_a_range_of_index_values_is_never_read_as_a_shape() -> None:
+    values, ids, count = chosen("SegmentAverage").values()
+
+    assert ids.dtype == "int64" and ids.shape == values.shape[:1]
+    assert count.kind == "number" and count.value > ids.high
+
+
+def test_a_declared_straight_through_estimator_is_checked_as_a_surrogate() -> None:
+    inference = infer(load_target(f"{FUNCTIONS}:StraightThroughSign"))
+    report = zero_config("StraightThroughSign")
+
+    assert inference.surrogate == "straight-through"
+    assert "gradient: surrogate" in spec_text(inference)
+    assert failed(report) == set()
+    assert "straight-through" in report.notes[0]
+    # the declaration skips value comparisons, never the structural checks
+    assert "backward" in failed(zero_config("StraightThroughSignSummed"))
+    assert infer(load_target(f"{FUNCTIONS}:SurrogateLossScale")).surrogate is None
+
+
+def test_warnings_of_the_users_code_on_inference_probes_are_silenced() -> None:
+    with warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always")
+        infer(load_target(f"{FUNCTIONS}:NoisyTranspose"))
+
+    assert [str(w.message) for w in raised] == []
