@@ -206,6 +206,8 @@ def _constant(plan: Plan, buffer: str | None) -> Plan:
     constant: drawn, never differentiated."""
     if buffer is None or plan.kind not in (TENSOR, NUMBER) or plan.indices or plan.mask:
         return plan
+    if plan.kind == TENSOR and not plan.requires_grad:
+        return plan  # its docstring said so already
     reason = f"the package passes a registered buffer ({buffer}): requires_grad false"
     if plan.kind == TENSOR and plan.reason:
         reason = f"{plan.reason}; {reason}"
