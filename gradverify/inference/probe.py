@@ -80,7 +80,7 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
             return ProbeOutcome("forward", _first_line(error))
         items = outputs if isinstance(outputs, tuple | list) else (outputs,)
         tensors = [o for o in items if isinstance(o, torch.Tensor)]
-        if not tensors:
+        if not tensors and not _returns_nothing(target):
             return ProbeOutcome("forward", f"{NO_TENSOR} (got {type(outputs).__name__})")
         if any(o.is_floating_point() and not torch.isfinite(o).all() for o in tensors):
             return ProbeOutcome("forward", NOT_FINITE)
@@ -107,6 +107,12 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         elif not isinstance(gradient, torch.Tensor) or gradient.shape != argument.shape:
             wrong.append(index)
     return ProbeOutcome("done", None, tuple(none), tuple(wrong), scale, random)
+
+
+def _returns_nothing(target: Target) -> bool:
+    """A custom op whose schema returns nothing (`-> ()`) works only through the arguments it
+    declares written (mutates_args): no tensor back is its contract, not a failed guess."""
+    return target.op is not None and not target.op._schema.returns
 
 
 def _random(target: Target, arguments: Sequence[Any], first: Sequence[Any]) -> bool:
