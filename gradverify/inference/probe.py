@@ -92,7 +92,7 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         try:
             gradients = _gradients(target, arguments, items)
         except TypeError as error:
-            misfit = _misfit(error)
+            misfit = _misfit(error, choices)
             return ProbeOutcome("backward", f"backward raised {_first_line(error)}", misfit=misfit)
         except Exception as error:
             return ProbeOutcome("backward", _first_line(error))
@@ -148,10 +148,15 @@ def _gradients(target: Target, arguments: Sequence[Any], outputs: Sequence[Any])
     return backward_return(target, outputs, arguments, ones)
 
 
-def _misfit(error: TypeError) -> bool:
+def _misfit(error: TypeError, choices: Sequence[Choice]) -> bool:
     """A TypeError about a kind gradverify guesses (`'Tensor' object is not callable`, a
-    float where a tuple belongs), not about a None of backward's own making."""
+    float where a tuple belongs), not about a None of backward's own making; or one that a
+    function gradverify guessed raised when the user's code called it (`sin() takes 1
+    positional argument but 2 were given`): the user's code calls it another way."""
     text = str(error)
+    guessed = {c.value.rpartition(":")[2] for c in choices if c.kind == "callable"}
+    if any(text.startswith((f"{name}() ", f"{name}(): ")) for name in guessed if name):
+        return True
     return "NoneType" not in text and any(f"'{kind}'" in text for kind in GUESSED_KINDS)
 
 

@@ -36,7 +36,9 @@ class Search:
         repairs = (
             _flipped(choices, plans),
             _zero_dimensional(choices, outcome),
-            _other_callables(choices),
+            # another function where the guessed one was called another way (`func(t, y)`),
+            # then with scalars too (`event_fn(t, y)` gives the 0-d value vjp asks for)
+            *_callable_repairs(choices, outcome),
         )
         for repair in repairs:
             if (outcome.stage == "done" and not outcome.misfit) or repair == choices:
@@ -136,13 +138,19 @@ def _progress(outcome: ProbeOutcome) -> int:
     return 2 * STAGES.index(outcome.stage) + (not outcome.misfit)
 
 
-def _other_callables(choices: list[Choice]) -> list[Choice]:
-    """The functions given to parameters that take one, as the next of CALLABLES (`func(t, y)`
-    takes two arguments where torch.sin takes one)."""
+def _callable_repairs(choices: list[Choice], outcome: ProbeOutcome) -> list[list[Choice]]:
+    """Each other of CALLABLES for the guessed functions, then with scalars too."""
+    if not any(c.kind == CALLABLE and c.value in CALLABLES for c in choices):
+        return []
+    others = [_other_callables(choices, value) for value in CALLABLES[1:]]
+    return [*others, *(_zero_dimensional(other, outcome) for other in others)]
+
+
+def _other_callables(choices: list[Choice], value: str) -> list[Choice]:
+    """The functions given to parameters that take one as `value`, another of CALLABLES
+    (`func(t, y)` takes two arguments where torch.sin takes one)."""
     return [
-        replace(c, value=CALLABLES[(CALLABLES.index(c.value) + 1) % len(CALLABLES)])
-        if c.kind == CALLABLE and c.value in CALLABLES
-        else c
+        replace(c, value=value) if c.kind == CALLABLE and c.value in CALLABLES else c
         for c in choices
     ]
 

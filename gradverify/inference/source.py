@@ -33,6 +33,11 @@ INDEX_CALLS = {
     # out.index_put_((ids,), values, accumulate=True): the indices are a tuple
     "index_put": (1, "indices"), "index_put_": (1, "indices"),
 }  # fmt: skip
+# Calls that make indices out of values: their argument is no index (`scores.argmax(-1)`).
+VALUES_TO_INDICES = frozenset({
+    "argmax", "argmin", "argsort", "topk", "sort", "max", "min", "kthvalue", "mode",
+    "multinomial", "searchsorted", "bucketize", "nonzero", "argwhere",
+})  # fmt: skip
 # Names that conventionally hold indices or class labels.
 INDEX_NAMES = re.compile(
     r"^(idx|idxs|index|indices|ids|token_ids|input_ids|target|targets|label|labels)$", re.I
@@ -96,7 +101,7 @@ def read_forward(
     complex_used = complex_annotated
     for child in own_nodes(node):
         if isinstance(child, ast.Subscript):
-            indices.update(_names_in(child.slice) & names)
+            indices.update(_index_names(child.slice) & names)
         elif isinstance(child, ast.Call):
             indices.update(_index_argument(child) & names)
             if _called_name(child) in COMPLEX_MARKS and _of_parameter(child, names):
@@ -188,10 +193,23 @@ def _index_argument(call: ast.Call) -> set[str]:
     arguments = list(call.args)
     if isinstance(call.func, ast.Attribute) and not _is_module(call.func.value) and position > 0:
         position -= 1  # weight.index_select(0, idx): the tensor is the receiver
-    found = _names_in(arguments[position]) if position < len(arguments) else set()
+    found = _index_names(arguments[position]) if position < len(arguments) else set()
     for item in call.keywords:
         if item.arg == keyword:
-            found |= _names_in(item.value)
+            found |= _index_names(item.value)
+    return found
+
+
+def _index_names(node: ast.AST) -> set[str]:
+    """The names an index expression takes its indices from: not those whose values a call
+    turns into indices (`scores.argmax(-1)`, `torch.topk(x, 2)`: scores are floats)."""
+    if isinstance(node, ast.Call) and _called_name(node) in VALUES_TO_INDICES:
+        return set()
+    if isinstance(node, ast.Name):
+        return {node.id}
+    found: set[str] = set()
+    for child in ast.iter_child_nodes(node):
+        found |= _index_names(child)
     return found
 
 

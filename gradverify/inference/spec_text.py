@@ -19,6 +19,7 @@ from gradverify.inference.choice import (
     kind_of,
 )
 from gradverify.inference.structure import is_plain_twin
+from gradverify.inference.surrogates import surrogate_comment
 from gradverify.spec.targets import parse_target
 
 
@@ -51,7 +52,7 @@ def spec_text(inference: Inference, case: str = "basic", header: Sequence[str] =
     case for each inferred case."""
     lines = [*header, f"target: {inference.target}"]
     if inference.surrogate:  # the user's declaration, read from the docstring
-        lines.append(f"gradient: surrogate   # the docstring says {inference.surrogate!r}")
+        lines.append(f"gradient: surrogate   # {surrogate_comment(inference.surrogate)}")
     lines.append("cases:")
     for label, choices in inference.cases:
         if is_plain_twin(inference.choices, choices):

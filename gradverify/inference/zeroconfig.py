@@ -10,6 +10,7 @@ from gradverify.errors import GradverifyError
 from gradverify.inference.choice import Inference
 from gradverify.inference.from_signature import infer
 from gradverify.inference.spec_text import file_name, spec_text
+from gradverify.inference.surrogates import surrogate_note
 from gradverify.spec.load import SpecEntry
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def _note(inference: Inference) -> str:
     )
     if inference.surrogate:
         note += (
-            f" The docstring says {inference.surrogate!r}: checked as `gradient: surrogate`"
+            f" {surrogate_note(inference.surrogate)}"
             " (backward is not compared with the derivative; every structural check runs)."
         )
     if not inference.ran:

@@ -1,0 +1,129 @@
+"""Functions written for this suite, each in a pattern met in real packages, whose inferred
+inputs or verdicts went wrong there (tests/inference/test_package_patterns.py):
+
+- a straight-through estimator nobody declared: backward passes grad_output through while
+  forward snaps to a grid or takes its output from elsewhere; beside it a pass-through
+  that forgot forward's factor (a bug);
+- a Function whose class name says its gradient is a surrogate;
+- callables called with two arguments, one of which must return a scalar (an implicit
+  gradient around an event function).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.autograd import Function
+from torch.autograd.function import once_differentiable
+
+
+class SnapToGrid(Function):
+    """Rounds to a grid of 0.25; its backward hands the gradient on as it is."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return torch.round(x * 4) / 4
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+class OneHotOfMax(Function):
+    """The one-hot of each row's largest entry; the gradient goes to the scores."""
+
+    @staticmethod
+    def forward(ctx: Any, scores: torch.Tensor) -> torch.Tensor:
+        hot = torch.zeros_like(scores)
+        return hot.scatter_(-1, scores.argmax(-1, keepdim=True), 1.0)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return grad_output.clone()
+
+
+class TakeValueKeepGradient(Function):
+    """Returns `value`; its gradient goes to `x` (a gradient rerouted on purpose)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
+class DoubleForgotten(Function):
+    """2 x, whose backward forgot the 2 (a bug, not an estimator: forward moves with x)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+class ScaledGradientReroute(Function):
+    """Forward is the identity; backward halves the gradient on purpose (its name says
+    the gradient is rerouted)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 0.5
+
+
+class ScaledGradient(Function):
+    """The same, under a name that claims nothing: a bug."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 0.5
+
+
+class FlowStep(Function):
+    """y + h * func(t, y) * gate_fn(t, y): `func` and `gate_fn` are called with two arguments;
+    `gate_fn` must give a scalar (its value is a tensor's scale)."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, func: Any, gate_fn: Any, t: torch.Tensor, y: torch.Tensor
+    ) -> torch.Tensor:
+        ctx.func, ctx.gate_fn = func, gate_fn
+        ctx.save_for_backward(t, y)
+        with torch.enable_grad():
+            t_, y_ = t.detach().requires_grad_(), y.detach().requires_grad_()
+            g = gate_fn(t_, y_)
+            if g.dim() != 0:
+                raise ValueError("gate_fn(t, y) must return a scalar")
+        return (y + 0.1 * func(t, y) * g).detach()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+        t, y = ctx.saved_tensors
+        with torch.enable_grad():
+            t_, y_ = t.detach().requires_grad_(), y.detach().requires_grad_()
+            out = y_ + 0.1 * ctx.func(t_, y_) * ctx.gate_fn(t_, y_)
+            dt, dy = torch.autograd.grad(out, (t_, y_), grad, allow_unused=True)
+        return None, None, dt if dt is not None else torch.zeros_like(t), dy
+
+
+class FlowStepWrongTime(FlowStep):
+    """The same with the time gradient's sign flipped (a bug)."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+        none, none2, dt, dy = FlowStep.backward(ctx, grad)
+        return none, none2, -dt, dy

@@ -1,0 +1,78 @@
+"""Zero-config on patterns met in real packages (tests/functions/package_patterns.py): an
+undeclared straight-through estimator is checked as `gradient: surrogate` (a pass-through
+that forgot a factor is still a bug; a user's spec keeps its verdict), a class name that
+says surrogate, and a guessed callable the user's code calls with two arguments."""
+
+from __future__ import annotations
+
+from gradverify.inference.from_signature import infer
+from gradverify.inference.spec_text import spec_text
+from gradverify.inference.surrogates import PASSES_THROUGH, passed_through
+from gradverify.inference.zeroconfig import infer_entry
+from gradverify.results import Report, Status
+from gradverify.run import session
+from gradverify.run.session import RunOptions
+from gradverify.spec.load import SpecEntry
+from gradverify.spec.models import FunctionSpec
+from gradverify.target.loading import load_target
+
+FUNCTIONS = "tests.functions.package_patterns"
+
+
+def zero_config(name: str) -> tuple[Report, str]:
+    entry, note = infer_entry(load_target(f"{FUNCTIONS}:{name}"))
+    return session.run([entry], RunOptions(isolation=False, cache=False), [note]), note
+
+
+def failed(report: Report) -> set[str]:
+    return {result.check for result in report.results if result.status is Status.FAIL}
+
+
+def test_an_undeclared_straight_through_estimator_passes_as_a_surrogate() -> None:
+    for name in ("SnapToGrid", "OneHotOfMax", "TakeValueKeepGradient"):
+        report, note = zero_config(name)
+        assert not failed(report), name
+        assert "checked as a straight-through estimator" in note.lower()
+        assert infer(load_target(f"{FUNCTIONS}:{name}")).surrogate == PASSES_THROUGH
+
+
+def test_the_init_spec_of_a_straight_through_estimator_says_gradient_surrogate() -> None:
+    text = spec_text(infer(load_target(f"{FUNCTIONS}:SnapToGrid")))
+    assert "gradient: surrogate   # a straight-through estimator" in text
+
+
+def test_the_rerouted_gradient_reaches_only_the_input_it_is_passed_to() -> None:
+    assert passed_through(load_target(f"{FUNCTIONS}:TakeValueKeepGradient")) == (0,)
+    assert passed_through(load_target(f"{FUNCTIONS}:ScaledGradient")) == ()
+
+
+def test_a_pass_through_whose_forward_moves_with_the_input_is_still_a_bug() -> None:
+    report, _ = zero_config("DoubleForgotten")
+    assert "finite_difference" in failed(report)
+    assert infer(load_target(f"{FUNCTIONS}:DoubleForgotten")).surrogate is None
+
+
+def test_a_users_spec_of_a_straight_through_estimator_keeps_its_verdict() -> None:
+    spec = FunctionSpec.model_validate(
+        {"target": f"{FUNCTIONS}:SnapToGrid", "cases": [{"name": "c", "inputs": [{"shape": [5]}]}]}
+    )
+    report = session.run(
+        [SpecEntry(spec=spec, file=None)], RunOptions(isolation=False, cache=False)
+    )
+    assert "finite_difference" in failed(report)
+
+
+def test_a_class_name_that_says_surrogate_is_checked_as_one() -> None:
+    report, note = zero_config("ScaledGradientReroute")
+    assert not failed(report)
+    assert "Its name, ScaledGradientReroute, says backward is a surrogate" in note
+    assert "finite_difference" in failed(zero_config("ScaledGradient")[0])
+
+
+def test_a_guessed_callable_called_with_two_arguments_is_a_failed_guess() -> None:
+    inference = infer(load_target(f"{FUNCTIONS}:FlowStep"))
+    assert inference.ran
+    assert [c.value for c in inference.choices[:2]] == ["torch:mul", "torch:mul"]
+    report, _ = zero_config("FlowStep")
+    assert not failed(report)
+    assert "finite_difference" in failed(zero_config("FlowStepWrongTime")[0])
