@@ -222,7 +222,7 @@ def _read_beside(
             position[p]
             for p in partner_names
             if p in position and is_float_tensor(fitted[position[p]])
-            and len(fitted[position[p]].shape) <= 1
+            and len(fitted[position[p]].shape) == 1
         ]  # fmt: skip
         vector = is_float_tensor(table) and len(table.shape) == 1
         if index.dtype != "int64" or len(index.shape) != 1 or not vector or not beside:

@@ -136,3 +136,18 @@ class SegmentMeanTimesValues(SegmentMean):
         scale = torch.arange(1, segment_ids.numel() + 1, dtype=g.dtype, device=g.device)
         per_row = counts[segment_ids].unsqueeze(1).to(g.dtype) / scale.unsqueeze(1)
         return g[segment_ids] / per_row, None, None
+
+
+class LookupTimesScalar(torch.autograd.Function):
+    """The entries of a table at idx times one 0-d scale: no vector to pair idx with."""
+
+    @staticmethod
+    def forward(ctx: Any, table: torch.Tensor, idx: torch.Tensor, scale: torch.Tensor) -> Any:
+        ctx.save_for_backward(table, idx, scale)
+        return table[idx] * scale
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None, torch.Tensor]:
+        table, idx, scale = ctx.saved_tensors
+        grad_table = torch.zeros_like(table).index_add_(0, idx, g * scale)
+        return grad_table, None, (g * table[idx]).sum()

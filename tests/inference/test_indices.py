@@ -179,3 +179,11 @@ def test_a_tensor_made_0_d_says_what_forward_raised_with() -> None:
 
     assert (x.shape, s.shape) == ((4,), ())
     assert s.reason == "forward raised with it at [4]"
+
+
+def test_a_0_d_tensor_beside_a_table_read_stays_0_d_and_passes() -> None:
+    inference = infer(load_target(f"{READS}:LookupTimesScalar"))
+
+    assert all(scale.shape == () for _, (_, _, scale) in inference.cases)
+    assert len(inference.cases) >= 2
+    assert zero_config_of("LookupTimesScalar").passed
