@@ -69,6 +69,15 @@ def test_by_default_a_tensor_value_bug_is_found_too():
     assert any("found by --explore" in r["message"] for r in report["results"])
 
 
+def test_a_failure_the_spec_numbers_show_too_is_reported_with_them():
+    code, report = check(str(SPECS / "scaled_cube.yaml"), "--explore", "20")
+    assert code == ExitCode.FAILED
+    [found] = [r for r in report["results"] if r["status"] == "fail"]
+    assert "found by --explore" in found["message"]
+    assert "other numbers" not in found["message"] and "scale =" not in found["message"]
+    assert found["details"][-1].strip() == "- 2.0"  # the pasted case keeps the spec's scale
+
+
 def test_a_correct_function_passes_and_says_what_was_explored():
     code, report = check(str(SPECS / "correct_numbers.yaml"))
     assert code == ExitCode.OK, [r["message"] for r in report["results"] if r["status"] == "fail"]

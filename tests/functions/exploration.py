@@ -97,3 +97,19 @@ class DropoutWhenTraining(torch.autograd.Function):
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         (keep,) = ctx.saved_tensors
         return grad_output * keep * ctx.scale, None, None
+
+
+class ScaledCubeWrongBelowMinusTwo(torch.autograd.Function):
+    """y = scale · x³; backward drops the factor 3 below x = -2, whatever the scale."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        return scale * x**3
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        slope = torch.where(x < -2, x**2, 3 * x**2)
+        return grad_output * ctx.scale * slope, None
