@@ -151,3 +151,12 @@ class LookupTimesScalar(torch.autograd.Function):
         table, idx, scale = ctx.saved_tensors
         grad_table = torch.zeros_like(table).index_add_(0, idx, g * scale)
         return grad_table, None, (g * table[idx]).sum()
+
+
+class GatherTimesWeight(ScaledLookup):
+    """ScaledLookup read with gather (a method) and torch.take (a function)."""
+
+    @staticmethod
+    def forward(ctx: Any, table: torch.Tensor, idx: torch.Tensor, weight: torch.Tensor) -> Any:
+        ctx.save_for_backward(table, idx, weight)
+        return (table.gather(0, idx) + torch.take(table, idx)) * weight / 2

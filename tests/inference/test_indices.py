@@ -187,3 +187,11 @@ def test_a_0_d_tensor_beside_a_table_read_stays_0_d_and_passes() -> None:
     assert all(scale.shape == () for _, (_, _, scale) in inference.cases)
     assert len(inference.cases) >= 2
     assert zero_config_of("LookupTimesScalar").passed
+
+
+def test_gather_and_take_read_a_table_too() -> None:
+    gathered = table_reads.GatherTimesWeight
+    flow = flow_of(gathered.forward, None, ("table", "idx", "weight"))
+
+    assert read_partners(flow) == {"idx": ("table", ("weight",))}
+    assert zero_config_of("GatherTimesWeight").passed
