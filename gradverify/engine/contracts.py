@@ -1,7 +1,8 @@
 """A finding on inferred inputs that disappears on their structured twin is the Function's
 contract, not a bug: where zero-config checked a case with a `structure:` (symmetric, SPD,
 ...) and its twin drawn plain, a failure of the plain twin whose structured case passes
-becomes a warning that names the structure (gradverify.inference.structure makes the twin).
+becomes a warning that names the structure (check by check and argument by argument: a
+check the structured case fails too stays a failure) (gradverify.inference.structure makes the twin).
 A user's own spec is never judged so: its cases say what the Function expects.
 """
 
@@ -27,15 +28,21 @@ def contract_warnings(entries: Sequence[SpecEntry], results: Sequence[Result]) -
                 twins[(target, case)] = (structured, named)
     if not twins:
         return list(results)
-    failing = {(r.target, r.case) for r in results if r.status is Status.FAIL}
+    # per check and argument: the twin's wrong rhs gradient is the contract even where the
+    # structured case fails another check (a second-order defect of its own)
+    failing = {_key(r, r.case) for r in results if r.status is Status.FAIL}
     judged = []
     for result in results:
         twin = twins.get((result.target, result.case))
-        if twin is None or result.status is not Status.FAIL or (result.target, twin[0]) in failing:
+        if twin is None or result.status is not Status.FAIL or _key(result, twin[0]) in failing:
             judged.append(result)
             continue
         judged.append(_contract(result, *twin))
     return judged
+
+
+def _key(result: Result, case: str) -> tuple[str, str, str, int | None]:
+    return result.target, case, result.check, result.input_index
 
 
 def _twins(entry: SpecEntry) -> dict[str, tuple[str, list[tuple[str, str]]]]:

@@ -39,7 +39,12 @@ from gradverify.inference.reach import fitted
 from gradverify.inference.search import Search
 from gradverify.inference.shapes import each_rank
 from gradverify.inference.source import source_facts
-from gradverify.inference.surrogates import in_contract, named_surrogate, straight_through
+from gradverify.inference.surrogates import (
+    in_contract,
+    named_surrogate,
+    natural_gradient,
+    straight_through,
+)
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -57,8 +62,13 @@ def infer(target: Target) -> Inference:
     if not base.ran:
         return replace(base, surrogate=surrogate)
     extra = widened(target, base.choices)
-    # undeclared: a name that says so (RoundSTE), or a grad_output passed through
-    surrogate = surrogate or named_surrogate(target) or straight_through(target, base.choices)
+    # undeclared: a name that says so (RoundSTE), a natural gradient, a grad_output passed on
+    surrogate = (
+        surrogate
+        or named_surrogate(target)
+        or natural_gradient(target)
+        or straight_through(target, base.choices)
+    )
     if surrogate:  # a grad_output handed on as it is: inputs shaped like the output
         extra = in_contract(target, extra)
     return replace(base, extra=extra, surrogate=surrogate)

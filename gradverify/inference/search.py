@@ -50,6 +50,8 @@ class Search:
             return None  # a misfit: the guess breaks the Function's contract, not a finding
         if outcome.wrong_shape:
             choices, outcome = self._reshape(choices, plans, outcome)
+        if outcome.wrong_shape:
+            choices, outcome = self._fewer_dims(choices, outcome)
         guessed = [c.name for i, c in enumerate(choices) if i in outcome.wrong_shape and
                    c.kind == NUMBER and plans[i].flexible]  # fmt: skip
         if guessed:  # a number inference chose, where backward returns a tensor gradient
@@ -82,6 +84,27 @@ class Search:
                 if tried.stage == "done" and index not in tried.wrong_shape:
                     choices, outcome = trial, tried
                     break
+
+    def _fewer_dims(
+        self, choices: list[Choice], outcome: ProbeOutcome
+    ) -> tuple[list[Choice], ProbeOutcome]:
+        """Gradients that misfit still: perhaps one tensor has a dim too many and broadcast
+        the others' gradients (`inducing_values` [3, 3] where forward takes a vector [M] and
+        unsqueezes it): each tensor from the last, its leading dim dropped, until backward
+        fits every gradient."""
+        for index in reversed(range(len(choices))):
+            choice = choices[index]
+            if choice.kind != TENSOR or len(choice.shape) < 2 or choice.dtype != "float64":
+                continue
+            trial = [
+                *choices[:index],
+                replace(choice, shape=choice.shape[1:]),
+                *choices[index + 1 :],
+            ]
+            tried = self._probe(trial)
+            if tried.stage == "done" and not tried.wrong_shape and not tried.misfit:
+                return trial, tried
+        return choices, outcome
 
     def _numbers_for_none(
         self, choices: list[Choice], plans: Sequence[Plan], none: Sequence[int]

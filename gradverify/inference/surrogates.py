@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.docstrings import docstrings
 from gradverify.target.syntax import own_nodes, parsed_function
 
 if TYPE_CHECKING:
@@ -31,11 +32,15 @@ PASSES_THROUGH = "backward passes grad_output through"
 _UNCHANGED = frozenset({"clone", "contiguous", "view_as", "reshape_as", "detach"})
 _NUDGE = 1e-6  # each input's nudge, against which forward's move is measured
 # A class name that says backward is a surrogate: RoundSTE, StraightThroughSign,
-# GradientRerouting, SurrogateGradientSpike (a SurrogateLoss says nothing of its gradient).
+# GradientRerouting, SurrogateGradientSpike, NgdInterpTerms (natural gradient descent); a
+# SurrogateLoss says nothing of its gradient.
 _SURROGATE_NAME = re.compile(
-    r"(?:^|(?<=[a-z0-9_]))STE(?![a-z])|straight_?through|surrogate_?grad|rerout",
+    r"(?:^|(?<=[a-z0-9_]))(STE|Ngd)(?![a-z])|straight_?through|surrogate_?grad|rerout",
     re.IGNORECASE,
 )
+# A docstring that says backward gives the natural gradient (with respect to other
+# parameters than forward's, on purpose: natural gradient descent).
+_NATURAL = re.compile(r"\bnatural[- ]gradient", re.IGNORECASE)
 NAMED = "its name "  # Inference.surrogate's prefix for a surrogate its class name declares
 
 
@@ -65,6 +70,15 @@ def named_surrogate(target: Target) -> str | None:
         return None
     name = getattr(target.obj, "__name__", "")
     return f"{NAMED}{name}" if _SURROGATE_NAME.search(name) else None
+
+
+def natural_gradient(target: Target) -> str | None:
+    """`natural gradient` where the Function's docstrings say backward gives one; else None."""
+    if target.op is not None or not target.is_function:
+        return None
+    methods = (getattr(target.obj, name, None) for name in ("forward", "backward"))
+    found = _NATURAL.search("\n".join(docstrings(target.obj, *methods)))
+    return found.group(0) if found else None
 
 
 def passed_through(target: Target) -> tuple[int, ...]:

@@ -127,3 +127,62 @@ class FlowStepWrongTime(FlowStep):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
         none, none2, dt, dy = FlowStep.backward(ctx, grad)
         return none, none2, -dt, dy
+
+
+class ProjectMean(Function):
+    """(A^T m) for A [M, N] and a vector m [M] that forward unsqueezes: a matrix m
+    broadcasts every other gradient to an extra dim, a guess outside the contract."""
+
+    @staticmethod
+    def forward(ctx: Any, interp: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(interp, values)
+        return (interp.mT @ values.unsqueeze(-1)).squeeze(-1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        interp, values = ctx.saved_tensors
+        return values.unsqueeze(-1) * grad.unsqueeze(-2), (interp @ grad.unsqueeze(-1)).squeeze(-1)
+
+
+class ProjectMeanWrong(ProjectMean):
+    """The same, its gradient for `values` halved (a bug)."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        d_interp, d_values = ProjectMean.backward(ctx, grad)
+        return d_interp, d_values / 2
+
+
+class QuadraticDiagonal(Function):
+    """diag(B^T A B).
+
+    Args:
+        matrix: a symmetric matrix (M, M)
+        rhs: (M, N)
+
+    Its backward relies on the symmetry (2 A B) and saves A B from forward, so its second
+    derivative misses how A B moves (a second-order defect of its own)."""
+
+    @staticmethod
+    def forward(ctx: Any, matrix: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+        product = matrix @ rhs
+        ctx.save_for_backward(rhs, product)
+        return (rhs * product).sum(-2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        rhs, product = ctx.saved_tensors
+        return rhs @ (grad.unsqueeze(-1) * rhs.mT), 2.0 * product * grad.unsqueeze(-2)
+
+
+class NaturalStep(Function):
+    """exp(theta), whose backward gives the natural gradient (the gradient scaled by the
+    inverse Fisher information, here exp(-theta)) on purpose."""
+
+    @staticmethod
+    def forward(ctx: Any, theta: torch.Tensor) -> torch.Tensor:
+        return theta.exp()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 1.0

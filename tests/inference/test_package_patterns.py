@@ -76,3 +76,28 @@ def test_a_guessed_callable_called_with_two_arguments_is_a_failed_guess() -> Non
     report, _ = zero_config("FlowStep")
     assert not failed(report)
     assert "finite_difference" in failed(zero_config("FlowStepWrongTime")[0])
+
+
+def test_a_vector_guessed_as_a_matrix_that_broadcasts_the_other_gradients_is_retried() -> None:
+    chosen = {c.name: c for c in infer(load_target(f"{FUNCTIONS}:ProjectMean")).choices}
+    assert len(chosen["values"].shape) == 1
+    assert chosen["values"].shape[0] == chosen["interp"].shape[0]
+    assert not failed(zero_config("ProjectMean")[0])
+    assert "finite_difference" in failed(zero_config("ProjectMeanWrong")[0])
+
+
+def test_a_twin_failure_is_the_contract_check_by_check() -> None:
+    """The plain twin's wrong rhs gradient is a warning (the structured case's rhs gradient
+    is right), though the structured case fails gradgradcheck, a defect of its own."""
+    report, _ = zero_config("QuadraticDiagonal")
+    failures = {(r.case, r.check) for r in report.results if r.status is Status.FAIL}
+    warned = {(r.case, r.check) for r in report.results if r.status is Status.WARN}
+    assert ("inferred", "gradgradcheck") in failures
+    assert not any(check == "finite_difference" for _, check in failures)
+    assert any(check == "finite_difference" and "without" in case for case, check in warned)
+
+
+def test_a_docstring_saying_natural_gradient_is_a_surrogate() -> None:
+    report, note = zero_config("NaturalStep")
+    assert not failed(report)
+    assert "natural gradient" in note
