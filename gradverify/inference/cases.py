@@ -27,6 +27,7 @@ from gradverify.inference.choice import (
     as_complex,
     is_float_tensor,
 )
+from gradverify.inference.contract import rank_stated
 from gradverify.inference.probe import probe
 from gradverify.inference.reach import fitted, reaching, relabeled
 from gradverify.inference.source import BranchPoints, branch_points, is_mask, source_facts
@@ -313,6 +314,8 @@ def _batched(base: Sequence[Choice]) -> Iterator[Candidate]:
     assumes two dims (`grad.t() @ x`, `grad[-1]`) is wrong there."""
     first = _first_float(base)
     if first is None or len(first.shape) != 2 or all(_like(c, first) for c in base if c.shape):
+        return
+    if rank_stated(first.reason):  # `scores: (N, C)`: a batch of them is outside the contract
         return
     shape = (2, *first.shape)
     batched = [replace(c, shape=shape) if _like(c, first) else c for c in base]

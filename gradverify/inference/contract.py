@@ -96,6 +96,16 @@ def read_contract(target: Target) -> dict[str, Contract]:
     return found
 
 
+def rank_stated(reason: str) -> bool:
+    """Whether a choice's reason says the code stated its shape (a docstring's `(N, C)`, a
+    jaxtyping annotation, an assert): a case at another rank is outside the contract."""
+    return any(
+        part.startswith(("docstring:", "forward requires", "forward raises where"))
+        or (part.startswith("annotated ") and "[" in part)
+        for part in reason.split("; ")
+    )
+
+
 def declared_surrogate(target: Target) -> str | None:
     """The words by which the Function's docstrings declare backward a surrogate on purpose
     (`straight-through estimator`), or None."""

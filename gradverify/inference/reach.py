@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from gradverify.inference import branches, indices, scalars, shapes
+from gradverify.inference import branches, gathers, indices, scalars, shapes
 from gradverify.inference.choice import Choice, fit_indices
 from gradverify.inference.extra import Extra
 
@@ -22,10 +22,11 @@ if TYPE_CHECKING:
 
 def fitted(target: Target, choices: Sequence[Choice]) -> list[Choice]:
     """`choices` with index tensors valid for what they index, as long as what they pair
-    with and repeating; counts covering them; compared extents positive; an axis forward
+    with or gather from and repeating; counts covering them; compared extents positive; an axis forward
     reads with literals as wide as the base case got it."""
     read = shapes.with_components(target, choices, kept_only=True)
-    return branches.positive_extents(target, indices.fit(target, fit_indices(read)))
+    fit = gathers.fit(target, indices.fit(target, fit_indices(read)))
+    return branches.positive_extents(target, fit)
 
 
 def relabeled(label: str, before: Sequence[Choice], after: Sequence[Choice]) -> str:

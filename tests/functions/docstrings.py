@@ -289,3 +289,29 @@ class NoisyTranspose(Function):
     @once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         return grad.transpose(0, -1) if grad.dim() else grad.clone()
+
+
+class PickedNLLScoresOnly(Function):
+    """PickedNLL whose docstring gives the scores' shape only.
+
+    scores : (N, C) tensor
+    """
+
+    forward = PickedNLL.forward
+    backward = PickedNLL.backward
+
+
+class PickedNLLScoresOnlyForgotMean(PickedNLLScoresOnly):
+    """The 1/N forgotten."""
+
+    backward = PickedNLLForgotMean.backward
+
+
+def gathers_by_torch(ctx: Any, values, picks):
+    """torch.gather(values, -1, picks[..., None]): picks as values without its last dim."""
+    return torch.gather(values, -1, picks[..., None]).squeeze(-1)
+
+
+def takes_along(ctx: Any, values, picks):
+    """torch.take_along_dim(values, picks, 0): picks as values."""
+    return torch.take_along_dim(values, picks, 0)

@@ -5,13 +5,17 @@ twin fails, and a number guessed where backward returns a tensor gradient is a f
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import pytest
 
+import tests.functions.docstrings as docstring_functions
 from gradverify.inference.choice import Choice
+from gradverify.inference.dataflow import flow_of
 from gradverify.inference.docstrings import documented, surrogate_phrase
 from gradverify.inference.from_signature import infer
+from gradverify.inference.gathers import Gathered, gathered
 from gradverify.inference.spec_text import spec_text
 from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Report, Status
@@ -95,6 +99,7 @@ def test_a_surrogate_is_declared_by_its_words_not_by_surrogate_loss() -> None:
         ("PickedNLL", "PickedNLLForgotMean"),
         ("FixedSmoothing", "FixedSmoothingUnflipped"),
         ("SegmentAverage", "SegmentAverageForgotCount"),
+        ("PickedNLLScoresOnly", "PickedNLLScoresOnlyForgotMean"),
     ],
 )
 def test_the_correct_twin_passes_and_the_buggy_twin_fails(correct: str, buggy: str) -> None:
@@ -112,6 +117,29 @@ def test_docstring_shapes_are_read_and_named_dims_shared_across_parameters() -> 
 
     assert (points.shape, centre.shape, radius.shape) == ((4, 3), (3,), ())
     assert labels.shape == scores.shape[:1] and labels.dtype == "int64"  # N in both
+
+
+@pytest.mark.parametrize("name", ["PickedNLLScoresOnly", "PickedScoreUndocumented"])
+def test_an_index_gathered_along_a_dim_is_as_long_as_the_other_dims(name: str) -> None:
+    # labels.unsqueeze(1) gathers along dim 1 of scores: labels as long as its dim 0
+    scores, labels = chosen(name).values()
+
+    assert labels.shape == scores.shape[:1] and "gathers from scores" in labels.reason
+
+
+@pytest.mark.parametrize(
+    ("forward", "read"),
+    [
+        (docstring_functions.gathers_by_torch, Gathered("values", -1)),
+        (docstring_functions.takes_along, Gathered("values", None)),
+        (docstring_functions.PickedNLL.forward, Gathered("scores", 1)),
+    ],
+)
+def test_the_gather_forms_are_read(forward: object, read: Gathered) -> None:
+    parameters = tuple(inspect.signature(forward).parameters)[1:]  # type: ignore[arg-type]
+    index = parameters[1]
+
+    assert gathered(flow_of(forward, None, parameters)) == {index: read}
 
 
 def test_a_number_where_backward_returns_a_tensor_gradient_is_a_failed_guess() -> None:
