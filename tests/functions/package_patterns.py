@@ -186,3 +186,41 @@ class NaturalStep(Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         return grad * 1.0
+
+
+class SparseTimesDense(Function):
+    """sparse @ dense for a sparse (COO) matrix and a dense one; the sparse operand gets no
+    gradient (None), as in sparse-dense products of real packages."""
+
+    @staticmethod
+    def forward(ctx: Any, sparse: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(sparse)
+        return torch.sparse.mm(sparse, dense) if sparse.is_sparse else sparse @ dense
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (sparse,) = ctx.saved_tensors
+        return None, sparse.mT @ grad
+
+
+class SparseTimesDenseWrong(SparseTimesDense):
+    """The same, without the transpose (a bug)."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (sparse,) = ctx.saved_tensors
+        return None, sparse @ grad
+
+
+class AdjacencyMix(Function):
+    """torch.sparse.mm(adj, x): `adj` is sparse by use, not by name."""
+
+    @staticmethod
+    def forward(ctx: Any, adj: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(adj)
+        return torch.sparse.mm(adj.to_sparse(), x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (adj,) = ctx.saved_tensors
+        return None, adj.mT @ grad

@@ -101,3 +101,11 @@ def test_a_docstring_saying_natural_gradient_is_a_surrogate() -> None:
     report, note = zero_config("NaturalStep")
     assert not failed(report)
     assert "natural gradient" in note
+
+
+def test_a_sparse_operand_is_a_constant_never_differentiated() -> None:
+    for name in ("SparseTimesDense", "AdjacencyMix"):
+        first = infer(load_target(f"{FUNCTIONS}:{name}")).choices[0]
+        assert first.requires_grad is False, name
+        assert not failed(zero_config(name)[0]), name
+    assert "finite_difference" in failed(zero_config("SparseTimesDenseWrong")[0])
