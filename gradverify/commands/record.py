@@ -23,4 +23,17 @@ def run_record(command: list[str], specs: str | None, shrink: bool) -> int:
     recording = run_recording(command, searched, spec_dir, shrink)
     for line in summary(recording, command):
         typer.echo(line)
+    if recording.failed:  # a bug in gradverify, after every other target's specs
+        for update in recording.updates:
+            if update.failed:
+                typer.echo(update.failed, err=True)
+        from gradverify._version import __version__
+
+        typer.echo(
+            f"internal error in gradverify {__version__} (shown above with the traceback): "
+            "this is a bug in gradverify, not in your code. Please report it with the "
+            "traceback above.",
+            err=True,
+        )
+        return ExitCode.INTERNAL
     return ExitCode.OK if recording.exit_code == 0 else ExitCode.FAILED

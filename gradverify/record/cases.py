@@ -1,6 +1,7 @@
 """A recorded call as a spec case: its name (after the call site), its inputs (small integer
 tensors and constants as `values`, others as shape, dtype and the recorded range, a little
-wider) and the comments that say what was recorded."""
+wider, with the `structure:` their values had; a callable as `{callable: module:attr}`) and
+the comments that say what was recorded."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from gradverify.record.readable import readable, readable_values
 from gradverify.record.records import Argument, RecordedCall, RecordedTensor
+from gradverify.record.structure import RANGED, drawn_structure
 
 WIDEN = 0.01  # a recorded range is widened by this fraction of its span on each side
 
@@ -80,6 +82,21 @@ def _is_literal(value: Any) -> bool:
     return value is None or isinstance(value, bool | int | float | str)
 
 
+def unwritable(arguments: Sequence[Argument], parameters: Sequence[str]) -> str | None:
+    """Why no spec can give one of `arguments` (the first such), or None."""
+    for index, argument in enumerate(arguments):
+        if argument.other is None:
+            continue
+        label = parameters[index] if index < len(parameters) else f"argument {index}"
+        if argument.function:
+            return (
+                f"{label} is a {argument.other}: a spec gives a callable as "
+                "`{callable: module:attr}`, and no module-level name imports this one"
+            )
+        return f"{label} is a {argument.other}, which a spec cannot give"
+    return None
+
+
 def recorded_case(
     call: RecordedCall,
     name: str,
@@ -93,12 +110,13 @@ def recorded_case(
     other float tensor is, whatever requires_grad it had in the run. `seen`: the values a
     float literal took in the calls this case stands for."""
     arguments = positional(call, parameters, defaults)
+    reason = unwritable(arguments, parameters)
+    if reason is not None:
+        raise Unwritable(reason)
     inputs: list[Any] = []
     notes: list[str] = []
     for index, argument in enumerate(arguments):
         label = parameters[index] if index < len(parameters) else f"argument {index}"
-        if argument.other is not None:
-            raise Unwritable(f"{label} is a {argument.other}, which a spec cannot give")
         note = f"{label}: {argument.describe()}"
         if argument.tensor is not None:
             constant = index in constants and argument.tensor.values is not None
@@ -107,6 +125,8 @@ def recorded_case(
                 note += ", a constant in the run: its values, never differentiated"
             elif argument.tensor.is_floating and not argument.tensor.requires_grad:
                 note += ", no grad in the run"
+        elif argument.callable is not None:
+            inputs.append({"callable": argument.callable})
         elif isinstance(argument.literal, float):
             inputs.append(readable(argument.literal))
             values = sorted(set((seen or {}).get(index, ())))
@@ -141,18 +161,22 @@ def _shown(value: float) -> str:
 
 
 def tensor_item(tensor: RecordedTensor, constant: bool = False) -> dict[str, Any]:
-    """A tensor input: `values` for a small integer or bool tensor and for a constant (with
-    `requires_grad: false`), else shape and range."""
+    """A tensor input: `values` for a small integer or bool tensor, for a constant (with
+    `requires_grad: false`) and for a structure no draw keeps (a diagonal matrix: symmetric
+    and triangular), else shape, range and the `structure:` that keeps the recorded one."""
     item: dict[str, Any] = {}
-    if tensor.values is not None and (constant or not tensor.is_floating):
+    keeps, structure = drawn_structure(tensor.structure, tensor.low)
+    if tensor.values is not None and (constant or not tensor.is_floating or not keeps):
         item["values"] = readable_values(tensor.values, tensor.dtype)
         item["dtype"] = tensor.dtype
     else:
         item["shape"] = list(tensor.shape)
         item["dtype"] = tensor.dtype
         bounds = _bounds(tensor)
-        if bounds is not None:
+        if bounds is not None and structure in RANGED:
             item["low"], item["high"] = bounds
+        if structure is not None:
+            item["structure"] = structure
     if constant:
         item["requires_grad"] = False
     if tensor.device != "cpu":

@@ -10,7 +10,10 @@ of at most SAMPLE elements), whether integer values repeat, and the values thems
 for integer and bool tensors of at most CONSTANT elements (indices stay valid, masks and
 tables stay what they were) and for floating tensors that do not require grad, finite, of
 at most CONSTANT elements (a filter, a table: a constant whose values may be the Function's
-contract).
+contract). A floating tensor of at most CONSTANT elements also gets the structure its values
+have (symmetric, SPD, triangular, orthogonal, simplex rows, positive), and its values where
+it has one, so that the case drawn in its place keeps it. A callable argument is kept as the
+`module:attr` name that imports it, where module-level names reach it.
 """
 
 from __future__ import annotations
@@ -187,6 +190,9 @@ def _key(values: Any) -> tuple[Any, ...]:
             parts.append((type(value), value))
         elif isinstance(value, list | tuple):
             parts.append(_key(value))
+        elif callable(value):  # torch.tanh and torch.sigmoid are two signatures
+            name = getattr(value, "__qualname__", None)
+            parts.append((type(value), getattr(value, "__module__", None), name))
         else:
             parts.append(type(value))
     return tuple(parts)
@@ -247,7 +253,47 @@ def _describe(value: Any) -> dict[str, Any]:
     kind = type(value).__name__
     if isinstance(value, list | tuple):
         kind = f"{kind} of {len(value)}"
+    elif callable(value):
+        name, what = _import_name(value)
+        return {"callable": name} if name else {"other": what, "function": True}
     return {"other": kind}
+
+
+def _import_name(value: Any) -> tuple[str | None, str]:
+    """`module:attr` whose import gives `value` back, from module-level names of a module
+    already imported (`torch:tanh`, `pkg.mod:fn`); else None and what `value` is."""
+    objclass = getattr(value, "__objclass__", None)  # an unbound method of a builtin class
+    module = getattr(value, "__module__", None) or getattr(objclass, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    names = [getattr(value, "__name__", None), qualname]
+    if objclass is not None:
+        names.append(f"{objclass.__qualname__}.{value.__name__}")
+    home = sys.modules.get(module) if isinstance(module, str) else None
+    if module != "__main__" and home is not None:
+        for name in names:
+            if isinstance(name, str) and "<" not in name and _reaches(home, name, value):
+                return f"{module}:{name}", ""
+    if not isinstance(qualname, str):
+        return None, f"{type(value).__name__} object"
+    if qualname == "<lambda>" or qualname.endswith(".<lambda>"):
+        return None, "lambda"
+    if "<locals>" in qualname:
+        return None, f"function defined inside a function ({qualname})"
+    if module == "__main__":
+        return None, f"function of the script itself ({qualname})"
+    if getattr(value, "__self__", None) is not None:
+        return None, f"bound method ({qualname})"
+    return None, f"{type(value).__name__} ({qualname})"
+
+
+def _reaches(module: ModuleType, name: str, value: Any) -> bool:
+    found: Any = module
+    try:
+        for part in name.split("."):
+            found = getattr(found, part)
+    except Exception:
+        return False
+    return found is value
 
 
 def _tensor(tensor: Any) -> dict[str, Any]:
@@ -269,7 +315,12 @@ def _tensor(tensor: Any) -> dict[str, Any]:
     )
     constant = values.is_floating_point() and not tensor.requires_grad
     # JSON holds no inf: a -inf mask stays a range
-    if constant and values.numel() <= CONSTANT and bool(torch.isfinite(values).all()):
+    finite = values.numel() <= CONSTANT and bool(torch.isfinite(values).all())
+    if constant and finite:
+        summary["values"] = values.tolist()
+    structure = _structure(values) if finite and values.is_floating_point() else []
+    if structure:  # the values too: a drawn case may keep only some of it
+        summary["structure"] = structure
         summary["values"] = values.tolist()
     if exact:
         summary["values"] = values.tolist()
@@ -289,6 +340,41 @@ def _tensor(tensor: Any) -> dict[str, Any]:
         if flat.numel() <= SAMPLE:
             summary["repeats"] = torch.unique(flat).numel() < flat.numel()
     return summary
+
+
+def _structure(values: Any) -> list[str]:
+    """The structure finite floating `values` have, every matrix of a batch alike: `positive`,
+    `simplex` (rows of the last dim >= 0 summing to 1), and on square matrices `symmetric`,
+    `spd` (symmetric, and Cholesky succeeds), `lower`, `upper`, `orthogonal`."""
+    import torch
+
+    if values.dim() == 0 or values.numel() == 0:
+        return []
+    eps = torch.finfo(values.dtype).eps
+    x = values.detach().to("cpu", torch.float64)
+    scale = float(x.abs().max())
+    if scale == 0:
+        return []
+    found = ["positive"] if bool((x > 0).all()) else []
+    size = x.shape[-1]
+    rows_sum_to_one = float((x.sum(-1) - 1).abs().max()) <= 16 * eps * size
+    if size >= 2 and rows_sum_to_one and bool((x >= 0).all()):
+        found.append("simplex")
+    if x.dim() < 2 or x.shape[-2] != size or size < 2:
+        return found
+    tolerance = 16 * eps * scale
+    if float((x - x.mT).abs().max()) <= tolerance:
+        found.append("symmetric")
+        if bool((torch.linalg.cholesky_ex((x + x.mT) / 2).info == 0).all()):
+            found.append("spd")
+    if float(x.triu(1).abs().max()) <= tolerance:
+        found.append("lower")
+    if float(x.tril(-1).abs().max()) <= tolerance:
+        found.append("upper")
+    eye = torch.eye(size, dtype=x.dtype)
+    if float((x @ x.mT - eye).abs().max()) <= 16 * eps * size:
+        found.append("orthogonal")
+    return found
 
 
 def installed_from_environment() -> None:

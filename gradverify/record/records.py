@@ -22,6 +22,7 @@ class RecordedTensor:
     values: Any = None
     repeats: bool | None = None  # integer tensors: whether some value occurs twice
     device: str = "cpu"
+    structure: tuple[str, ...] = ()  # what its values are: symmetric, spd, lower, simplex...
 
     @property
     def is_floating(self) -> bool:
@@ -34,20 +35,27 @@ class RecordedTensor:
             text += f" in [{self.low:.3g}, {self.high:.3g}]"
         if self.repeats:
             text += " with repeats"
+        if self.structure:
+            text += ", " + " ".join(self.structure)
         return text
 
 
 @dataclass(frozen=True)
 class Argument:
-    """One argument of a recorded call: a tensor, a literal, or something a spec cannot give."""
+    """One argument of a recorded call: a tensor, a literal, a callable that a `module:attr`
+    name imports, or something a spec cannot give."""
 
     tensor: RecordedTensor | None = None
     literal: Any = None
     other: str | None = None  # the kind of value, for what a spec cannot write
+    callable: str | None = None  # `module:attr`, for a callable module-level names reach
+    function: bool = False  # `other` is a callable no `module:attr` name imports
 
     def describe(self) -> str:
         if self.tensor is not None:
             return self.tensor.describe()
+        if self.callable is not None:
+            return f"the callable {self.callable}"
         if self.other is not None:
             return f"a {self.other}"
         return json.dumps(self.literal)
@@ -55,6 +63,8 @@ class Argument:
     def signature(self) -> Any:
         if self.tensor is not None:
             return [list(self.tensor.shape), self.tensor.dtype, self.tensor.requires_grad]
+        if self.callable is not None:
+            return ["callable", self.callable]
         return self.other if self.other is not None else ["literal", self.literal]
 
     def pattern(self) -> Any:
@@ -62,7 +72,7 @@ class Argument:
         value of a float literal (a loop over `alpha` is one case, with the values' range)."""
         if self.tensor is not None:
             return [list(self.tensor.shape), self.tensor.dtype]
-        if self.other is None and isinstance(self.literal, float):
+        if self.other is None and self.callable is None and isinstance(self.literal, float):
             return ["literal", "float"]
         return self.signature()
 
@@ -150,8 +160,11 @@ def _argument(data: dict[str, Any]) -> Argument:
                 values=tensor.get("values"),
                 repeats=tensor.get("repeats"),
                 device=str(tensor.get("device", "cpu")),
+                structure=tuple(str(name) for name in tensor.get("structure", ())),
             )
         )
     if "literal" in data:
         return Argument(literal=data["literal"])
-    return Argument(other=str(data["other"]))
+    if "callable" in data:
+        return Argument(callable=str(data["callable"]))
+    return Argument(other=str(data["other"]), function=bool(data.get("function")))

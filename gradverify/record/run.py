@@ -8,6 +8,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,7 +21,9 @@ from gradverify.record.cases import (
     case_name,
     positional,
     recorded_case,
+    site_shown,
     undifferentiated,
+    unwritable,
 )
 from gradverify.record.prewarm import Prewarm
 from gradverify.record.probe import ENV
@@ -48,6 +51,12 @@ class Recording:
     exit_code: int
     calls: list[RecordedCall]
     updates: list[SpecUpdate]
+
+    @property
+    def failed(self) -> bool:
+        """Whether gradverify failed on some target (a bug: exit 3, once every other target's
+        specs are written)."""
+        return any(update.failed for update in self.updates)
 
 
 def recording_environment(records: Path, environ: Mapping[str, str]) -> dict[str, str]:
@@ -110,16 +119,36 @@ def write_specs(
     shrink: bool = True,
     project: Path | None = None,
 ) -> list[SpecUpdate]:
-    """A spec update per recorded target, in the order targets were first called."""
+    """A spec update per recorded target, in the order targets were first called; trouble
+    with one target is its update's, never the others'."""
     project = (project or Path.cwd()).resolve()
     by_target: dict[str, list[RecordedCall]] = {}
     for call in calls:
         by_target.setdefault(_spelling(call.target, project), []).append(call)
     search = list(dict.fromkeys([*spec_paths, str(spec_dir)]))
     return [
-        _update(target, group, search, spec_dir, project, shrink)
+        _guarded(target, group, search, spec_dir, project, shrink)
         for target, group in by_target.items()
     ]
+
+
+def _guarded(
+    target: str,
+    calls: Sequence[RecordedCall],
+    spec_paths: Sequence[str],
+    spec_dir: Path,
+    project: Path,
+    shrink: bool,
+) -> SpecUpdate:
+    """`_update`, with what no spec can say as a reason and a bug in gradverify as the
+    target's failure (the traceback kept for the report)."""
+    try:
+        return _update(target, calls, spec_paths, spec_dir, project, shrink)
+    except Unwritable as error:
+        return SpecUpdate(target, skipped=[str(error)])
+    except Exception as error:
+        failed = "".join(traceback.format_exception(error))
+        return SpecUpdate(target, failed=failed)
 
 
 def _spelling(target: str, project: Path) -> str:
@@ -165,9 +194,17 @@ def _update(
     positioned: list[Call] = []
     for call in new:
         try:
-            positioned.append((call, positional(call, loaded.parameters, loaded.defaults)))
+            arguments = positional(call, loaded.parameters, loaded.defaults)
         except Unwritable as error:
-            update.skipped.append(f"the call at {call.site}: {error}")
+            update.skipped.append(f"the call at {site_shown(call.site, project)}: {error}")
+            continue
+        reason = unwritable(arguments, loaded.parameters)
+        if reason is not None:
+            update.skipped.append(f"the call at {site_shown(call.site, project)}: {reason}")
+        else:
+            positioned.append((call, arguments))
+    if not positioned:
+        return update
     cases = _cases(loaded, positioned, names, project, shrink)
     write_cases(update, cases, entries[0] if entries else None, spec_dir, project)
     return update
@@ -280,6 +317,9 @@ def update_lines(updates: Sequence[SpecUpdate]) -> list[str]:
             lines.append(f"  kept {update.target}: its {update.kept} case(s) hold every signature")
         for reason in update.skipped:
             lines.append(f"  skipped {update.target}: {reason}")
+        if update.failed:
+            last = update.failed.strip().splitlines()[-1]
+            lines.append(f"  error {update.target}: internal error in gradverify ({last})")
     written = sorted({_shown(update.path) for update in updates if update.path is not None})
     if written:
         lines.append(f"check them: gradverify check {' '.join(written)}")

@@ -36,6 +36,7 @@ class SpecUpdate:
     variants: int = 0  # cases added to the recorded ones (what the run did not show)
     kept: int = 0  # cases that were there already
     skipped: list[str] = field(default_factory=list)  # why a recorded call was not written
+    failed: str | None = None  # the traceback of a bug in gradverify on this target
 
 
 def existing_specs(target: str, spec_paths: Sequence[str | Path]) -> list[SpecEntry]:

@@ -7,6 +7,9 @@
 - every other dim of the first float tensor, for a `dim`/`axis` literal;
 - the ends of the range a float literal took across the calls a case stands for.
 
+An added case keeps the `structure:` of every recorded input that has one (an SPD matrix
+stays SPD: a plain twin would fail a correct Function on inputs outside its contract).
+
 Each added case is probed (forward and backward run well-formed on it) before it is kept,
 as inference keeps its own; the ends of a recorded range were run by the program itself.
 """
@@ -90,12 +93,21 @@ def added_cases(
     labels = {other.variant for other in added}  # p=3.0 at an end of the recorded range
     for label, choices in found:
         inputs = [choice.item for choice in choices]
-        if inputs in seen or label in labels:
+        if inputs in seen or label in labels or not _keeps_structure(base, choices):
             continue
         seen.append(inputs)
         notes = [choice.describe() for choice in choices]
         added.append(RecordedCase(f"{case.name}: {label}", case.call, inputs, notes, {}, (), label))
     return added
+
+
+def _keeps_structure(base: Sequence[Choice], choices: Sequence[Choice]) -> bool:
+    """Whether every structured input of `base` keeps its structure in `choices`."""
+    return all(
+        before.structure is None
+        or (changed.kind == TENSOR and changed.structure == before.structure)
+        for before, changed in zip(base, choices, strict=False)
+    )
 
 
 def device_free(item: Any) -> bool:
@@ -119,6 +131,7 @@ def _choice(name: str, item: Any) -> Choice:
         return Choice(
             name, TENSOR, tuple(item["shape"]), low=item.get("low", -1.0),
             high=item.get("high", 1.0), requires_grad=item.get("requires_grad", True),
+            structure=item.get("structure"),
         )  # fmt: skip
     if item.get("dtype") in FLOATING:
         item = {**item, "dtype": "float64"}
