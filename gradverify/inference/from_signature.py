@@ -43,6 +43,7 @@ from gradverify.inference.surrogates import (
     in_contract,
     named_surrogate,
     natural_gradient,
+    steering,
     straight_through,
 )
 
@@ -67,6 +68,7 @@ def infer(target: Target) -> Inference:
         surrogate
         or named_surrogate(target)
         or natural_gradient(target)
+        or steering(target)
         or straight_through(target, base.choices)
     )
     if surrogate:  # a grad_output handed on as it is: inputs shaped like the output

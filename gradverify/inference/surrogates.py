@@ -41,11 +41,21 @@ _SURROGATE_NAME = re.compile(
 # A docstring that says backward gives the natural gradient (with respect to other
 # parameters than forward's, on purpose: natural gradient descent).
 _NATURAL = re.compile(r"\bnatural[- ]gradient", re.IGNORECASE)
-NAMED = "its name "  # Inference.surrogate's prefix for a surrogate its class name declares
+NAMED = "its name "
+# Inference.surrogate's prefix for a parameter only backward reads (a gradient's scale).
+STEERED = (
+    "only backward reads "  # Inference.surrogate's prefix for a surrogate its class name declares
+)
 
 
 def surrogate_note(surrogate: str) -> str:
     """The note's sentence on an inferred `gradient: surrogate`, whoever declared it."""
+    if surrogate.startswith(STEERED):
+        return (
+            f"Checked as a surrogate gradient, `gradient: surrogate`: forward's output does not "
+            f"depend on {surrogate.removeprefix(STEERED)}, which only backward reads, to steer "
+            "the gradient (a moving average, a scale)"
+        )
     if surrogate.startswith(NAMED):
         name = surrogate.removeprefix(NAMED)
         return f"Its name, {name}, says backward is a surrogate: checked as `gradient: surrogate`"
@@ -56,6 +66,8 @@ def surrogate_note(surrogate: str) -> str:
 
 def surrogate_comment(surrogate: str) -> str:
     """`init`'s comment beside an inferred `gradient: surrogate`."""
+    if surrogate.startswith(STEERED):
+        return f"{surrogate}: it steers the gradient"
     if surrogate.startswith(NAMED):
         return f"{surrogate} says so"
     if surrogate == PASSES_THROUGH:
@@ -79,6 +91,62 @@ def natural_gradient(target: Target) -> str | None:
     methods = (getattr(target.obj, name, None) for name in ("forward", "backward"))
     found = _NATURAL.search("\n".join(docstrings(target.obj, *methods)))
     return found.group(0) if found else None
+
+
+def steering(target: Target) -> str | None:
+    """`only backward reads ewma` where forward only saves a parameter for backward (or
+    keeps it on ctx), backward reads it and gives it no gradient (None): its output does
+    not depend on it, so it can only steer the gradient on purpose (pyro's moving average
+    of the input, a gradient-reversal layer's scale); else None."""
+    from gradverify.inference.dataflow import target_flow
+
+    if target.op is not None or not target.is_function:
+        return None
+    flow = target_flow(target)
+    if flow.forward is None or flow.backward is None:
+        return None
+    returns = [n for n in own_nodes(flow.backward) if isinstance(n, ast.Return)]
+    read = set().union(*(flow.sources(n, in_backward=True) for n in flow.backward.body))
+    for index, name in enumerate(target.parameters):
+        if not (name in read and _only_kept(flow.forward, name)):
+            continue
+        if returns and all(_none(_returned(node, index)) for node in returns):
+            return f"{STEERED}{name}"
+    return None
+
+
+def _only_kept(forward: ast.AST, name: str) -> bool:
+    """Whether forward uses `name` only to keep it for backward: in save_for_backward or
+    assigned to ctx, nowhere else (not in its output, not written into)."""
+    used = False
+    for statement in forward.body if isinstance(forward, ast.FunctionDef) else []:
+        if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(statement)):
+            continue
+        used = True
+        kept = (
+            isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Attribute)
+            and statement.value.func.attr == "save_for_backward"
+        ) or (isinstance(statement, ast.Assign) and all(_on_ctx(t) for t in statement.targets))
+        if not kept:
+            return False
+    return used
+
+
+def _on_ctx(node: ast.AST) -> bool:
+    if isinstance(node, ast.Tuple | ast.List):
+        return all(_on_ctx(e) for e in node.elts)
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "ctx"
+    )
+
+
+def _returned(node: ast.Return, index: int) -> ast.AST | None:
+    values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+    return values[index] if index < len(values) else ast.Constant(None)
 
 
 def passed_through(target: Target) -> tuple[int, ...]:

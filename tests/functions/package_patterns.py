@@ -224,3 +224,46 @@ class AdjacencyMix(Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
         (adj,) = ctx.saved_tensors
         return None, adj.mT @ grad
+
+
+class LogWithAveragedGradient(Function):
+    """log(x); backward divides by a moving average of x instead of x, on purpose (forward
+    only saves `average` for backward)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, average: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(average)
+        return x.abs().add(0.5).log()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (average,) = ctx.saved_tensors
+        return grad / (average.abs() + 0.5), None
+
+
+class FlipGradient(Function):
+    """The identity whose backward flips and scales the gradient by `weight` (a gradient
+    reversal layer)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: float) -> torch.Tensor:
+        ctx.weight = weight
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return -ctx.weight * grad, None
+
+
+class ScaledLogForgotScale(Function):
+    """log(|x| + 0.5) * s, whose backward gives `s` no gradient (a bug: forward uses s)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, s)
+        return x.abs().add(0.5).log() * s
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        x, s = ctx.saved_tensors
+        return grad * s * x.sign() / (x.abs() + 0.5), None

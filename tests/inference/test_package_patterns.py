@@ -109,3 +109,13 @@ def test_a_sparse_operand_is_a_constant_never_differentiated() -> None:
         assert first.requires_grad is False, name
         assert not failed(zero_config(name)[0]), name
     assert "finite_difference" in failed(zero_config("SparseTimesDenseWrong")[0])
+
+
+def test_a_parameter_only_backward_reads_makes_a_surrogate() -> None:
+    for name in ("LogWithAveragedGradient", "FlipGradient"):
+        report, note = zero_config(name)
+        assert not failed(report), name
+        assert "only backward reads" in note, name
+    report, note = zero_config("ScaledLogForgotScale")
+    assert "finite_difference" in failed(report)
+    assert "surrogate" not in note
