@@ -264,8 +264,9 @@ def _contracted(index: int, name: str, said: Contract, symbols: dict[str, int]) 
     loose = (shape is None or said.loose) and structure not in MATRIX_STRUCTURES
     if said.constant:
         reason += ": requires_grad false"
-    return Plan(index, name, TENSOR, None, reason, loose and not said.constant,
-                not said.constant, structure=structure, fixed=shape)  # fmt: skip
+    # A constant by words alone (`scale: a constant factor`) may be a number after all.
+    return Plan(index, name, TENSOR, None, reason, loose, not said.constant,
+                structure=structure, fixed=shape)  # fmt: skip
 
 
 def _written(target: Target, index: int) -> bool:
