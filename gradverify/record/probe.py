@@ -313,14 +313,15 @@ def _tensor(tensor: Any) -> dict[str, Any]:
     exact = (
         values.numel() <= CONSTANT and not values.is_floating_point() and not values.is_complex()
     )
-    constant = values.is_floating_point() and not tensor.requires_grad
     # JSON holds no inf: a -inf mask stays a range
-    finite = values.numel() <= CONSTANT and bool(torch.isfinite(values).all())
-    if constant and finite:
+    small = values.is_floating_point() and values.numel() <= CONSTANT
+    finite = small and bool(torch.isfinite(values).all())
+    if finite and not tensor.requires_grad:  # a constant, perhaps
         summary["values"] = values.tolist()
-    structure = _structure(values) if finite and values.is_floating_point() else []
-    if structure:  # the values too: a drawn case may keep only some of it
+    structure = _structure(values) if finite else []
+    if structure:
         summary["structure"] = structure
+    if structure and structure != ["positive"]:  # a draw may keep only some of it: values too
         summary["values"] = values.tolist()
     if exact:
         summary["values"] = values.tolist()
@@ -350,7 +351,15 @@ def _structure(values: Any) -> list[str]:
 
     if values.dim() == 0 or values.numel() == 0:
         return []
-    eps = torch.finfo(values.dtype).eps
+    try:
+        return _properties(values, torch.finfo(values.dtype).eps)
+    except Exception:  # a dtype without these ops: the record goes on without it
+        return []
+
+
+def _properties(values: Any, eps: float) -> list[str]:
+    import torch
+
     x = values.detach().to("cpu", torch.float64)
     scale = float(x.abs().max())
     if scale == 0:
@@ -362,7 +371,7 @@ def _structure(values: Any) -> list[str]:
         found.append("simplex")
     if x.dim() < 2 or x.shape[-2] != size or size < 2:
         return found
-    tolerance = 16 * eps * scale
+    tolerance = 4 * eps * scale  # a product such as M Mᵀ is symmetric to the last bit
     if float((x - x.mT).abs().max()) <= tolerance:
         found.append("symmetric")
         if bool((torch.linalg.cholesky_ex((x + x.mT) / 2).info == 0).all()):
