@@ -94,10 +94,12 @@ def natural_gradient(target: Target) -> str | None:
 
 
 def steering(target: Target) -> str | None:
-    """`only backward reads ewma` where forward only saves a parameter for backward (or
-    keeps it on ctx), backward reads it and gives it no gradient (None): its output does
-    not depend on it, so it can only steer the gradient on purpose (pyro's moving average
-    of the input, a gradient-reversal layer's scale); else None."""
+    """`only backward reads ewma` where forward's output does not depend on a parameter
+    (forward only keeps it for backward, or never reads it) and backward still uses it:
+    reads it and gives it no gradient (None), or gives it one that is no chain rule at all,
+    free of grad_output (`regularization * (M - R)`). Either way it can only steer the
+    gradient on purpose (pyro's moving average of the input, a gradient-reversal layer's
+    scale, roma's Procrustes regularization); else None."""
     from gradverify.inference.dataflow import target_flow
 
     if target.op is not None or not target.is_function:
@@ -106,23 +108,35 @@ def steering(target: Target) -> str | None:
     if flow.forward is None or flow.backward is None:
         return None
     returns = [n for n in own_nodes(flow.backward) if isinstance(n, ast.Return)]
-    read = set().union(*(flow.sources(n, in_backward=True) for n in flow.backward.body))
+    outputs = [n.value for n in own_nodes(flow.forward) if isinstance(n, ast.Return) and n.value]
+    shaping = set().union(*(flow.sources(n, in_backward=True) for n in returns if n.value))
+    grads = {a.arg for a in flow.backward.args.args[1:]}
     for index, name in enumerate(target.parameters):
-        if not (name in read and _only_kept(flow.forward, name)):
+        if not returns or not _only_kept(flow.forward, name):
             continue
-        if returns and all(_none(_returned(node, index)) for node in returns):
+        if any(name in flow.sources(value) for value in outputs):
+            continue  # kept on ctx and read back for the output (`x * ctx.total`)
+        given = [_returned(node, index) for node in returns]
+        if all(_none(value) for value in given):
+            if name in shaping:  # another input's gradient is made from it (`grad / ewma`)
+                return f"{STEERED}{name}"
+        elif not any(_mentions(value, grads) for value in given):
             return f"{STEERED}{name}"
     return None
 
 
+def _mentions(node: ast.AST | None, names: set[str]) -> bool:
+    return node is not None and any(
+        isinstance(n, ast.Name) and n.id in names for n in ast.walk(node)
+    )
+
+
 def _only_kept(forward: ast.AST, name: str) -> bool:
-    """Whether forward uses `name` only to keep it for backward: in save_for_backward or
-    assigned to ctx, nowhere else (not in its output, not written into)."""
-    used = False
+    """Whether forward's output cannot depend on `name`: forward uses it only to keep it
+    for backward (save_for_backward, assigned to ctx), or not at all."""
     for statement in forward.body if isinstance(forward, ast.FunctionDef) else []:
         if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(statement)):
             continue
-        used = True
         kept = (
             isinstance(statement, ast.Expr)
             and isinstance(statement.value, ast.Call)
@@ -131,7 +145,7 @@ def _only_kept(forward: ast.AST, name: str) -> bool:
         ) or (isinstance(statement, ast.Assign) and all(_on_ctx(t) for t in statement.targets))
         if not kept:
             return False
-    return used
+    return True
 
 
 def _on_ctx(node: ast.AST) -> bool:

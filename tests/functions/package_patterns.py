@@ -267,3 +267,20 @@ class ScaledLogForgotScale(Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         x, s = ctx.saved_tensors
         return grad * s * x.sign() / (x.abs() + 0.5), None
+
+
+class PullTowards(Function):
+    """Returns `target` as it is; backward adds `weight * (x - target)` to x's gradient, a
+    term free of grad_output that no function has as its derivative (on purpose: a
+    regularization only backpropagation sees)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, target: torch.Tensor, weight: float) -> torch.Tensor:
+        ctx.save_for_backward(x, target)
+        ctx.weight = weight
+        return target.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+        x, target = ctx.saved_tensors
+        return ctx.weight * (x - target), grad, None

@@ -112,7 +112,7 @@ def test_a_sparse_operand_is_a_constant_never_differentiated() -> None:
 
 
 def test_a_parameter_only_backward_reads_makes_a_surrogate() -> None:
-    for name in ("LogWithAveragedGradient", "FlipGradient"):
+    for name in ("LogWithAveragedGradient", "FlipGradient", "PullTowards"):
         report, note = zero_config(name)
         assert not failed(report), name
         assert "only backward reads" in note, name
