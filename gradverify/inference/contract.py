@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.docstrings import docstrings, documented, surrogate_phrase
+from gradverify.inference.quadratic import quadratic_forms
+from gradverify.inference.sparse import sparse_operands
 from gradverify.target.syntax import own_nodes, parsed_function
 
 if TYPE_CHECKING:
@@ -90,7 +92,8 @@ def read_contract(target: Target) -> dict[str, Contract]:
     forward = getattr(target.obj, "forward", None)
     parameters = [name for name in target.parameters if name not in target.defaults]
     found: dict[str, Contract] = {}
-    for reader in (_by_name, _annotated, _documented, _asserted, _applied):
+    readers = (_by_name, _annotated, _documented, _asserted, _applied, sparse_operands)
+    for reader in (*readers, quadratic_forms):
         for name, contract in reader(target, forward, parameters).items():
             found[name] = found[name].merged(contract) if name in found else contract
     return found

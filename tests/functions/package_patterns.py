@@ -284,3 +284,31 @@ class PullTowards(Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         x, target = ctx.saved_tensors
         return ctx.weight * (x - target), grad, None
+
+
+class VarianceOfProjection(Function):
+    """diag(Kᵀ S K) for K [M, N] and S [M, M], read as a quadratic form (nothing says S is
+    symmetric); backward relies on it (2 S K), right for every S the caller passes."""
+
+    @staticmethod
+    def forward(ctx: Any, K: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(K, S)
+        return (K.mT * (K.mT @ S)).sum(-1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        K, S = ctx.saved_tensors
+        scaled = K * grad.unsqueeze(-2)
+        return 2.0 * S @ scaled, scaled @ K.mT
+
+
+class VarianceOfProjectionWrong(VarianceOfProjection):
+    """The same, K's gradient without its factor 2 (a bug on symmetric S too)."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        K, S = ctx.saved_tensors
+        scaled = K * grad.unsqueeze(-2)
+        return S @ scaled, scaled @ K.mT

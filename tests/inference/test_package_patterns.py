@@ -119,3 +119,12 @@ def test_a_parameter_only_backward_reads_makes_a_surrogate() -> None:
     report, note = zero_config("ScaledLogForgotScale")
     assert "finite_difference" in failed(report)
     assert "surrogate" not in note
+
+
+def test_a_matrix_read_in_a_quadratic_form_is_drawn_symmetric() -> None:
+    chosen = {c.name: c for c in infer(load_target(f"{FUNCTIONS}:VarianceOfProjection")).choices}
+    assert chosen["S"].structure == "symmetric"
+    report, _ = zero_config("VarianceOfProjection")
+    assert not failed(report)
+    assert any(r.status is Status.WARN and "symmetric" in r.message for r in report.results)
+    assert "finite_difference" in failed(zero_config("VarianceOfProjectionWrong")[0])
