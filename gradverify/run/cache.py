@@ -112,7 +112,7 @@ class ResultCache:
         spec = task.entry.spec
         if spec.target is None:
             return None, ""
-        case = next(c for c in spec.cases if c.name == task.case)
+        case = task.spec_case()
         parts = (
             FORMAT, __version__, _own_source_digest(), _version("torch"),
             spec.model_dump_json(exclude={"cases"}), case.model_dump_json(), str(task.seed),

@@ -45,24 +45,14 @@ def run_here(
     and so is a spec or target error with `keep_going`."""
     import_the_engine()
     from gradverify.engine.case import Job, run_case
-    from gradverify.target.loading import load_target
+    from gradverify.run.targets import LoadedTargets
 
-    targets: dict[str, Any] = {}
-    unloadable: dict[str, TargetError] = {}  # its other cases: the same error, not an import
+    targets = LoadedTargets()
     for task in tasks:
         observer = _Observer(task, listener)
         try:
-            name = task.entry.spec.target or ""
-            if name in unloadable:
-                raise unloadable[name]
-            if name not in targets:
-                try:
-                    targets[name] = load_target(name)
-                except TargetError as error:
-                    unloadable[name] = error
-                    raise
-            case = next(c for c in task.entry.spec.cases if c.name == task.case)
-            results, notes = run_case(Job(task.entry, targets[name]), case, task.seed, observer)
+            job = Job(task.entry, targets.load(task.entry.spec.target or ""))
+            results, notes = run_case(job, task.spec_case(), task.seed, observer)
         except GradverifyError as error:
             if not keep_going:
                 raise

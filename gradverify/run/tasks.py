@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gradverify.spec.load import SpecEntry
+from gradverify.spec.models import Case
 
 
 @dataclass(frozen=True)
@@ -15,6 +16,10 @@ class Task:
     entry: SpecEntry
     case: str
     seed: int
+
+    def spec_case(self) -> Case:
+        """The case of the spec this task runs (`case` is its name)."""
+        return next(c for c in self.entry.spec.cases if c.name == self.case)
 
 
 @dataclass(frozen=True)

@@ -39,12 +39,12 @@ def serve(connection: Connection, threads: int) -> None:
 def _serve_cases(connection: Connection) -> None:
     from gradverify.engine.case import Job, run_case
     from gradverify.errors import GradverifyError, TargetError
+    from gradverify.run.targets import LoadedTargets
     from gradverify.stacks import dump_on_signal, remove
     from gradverify.target.loading import load_target
     from gradverify.usercode import listen_to_phases
 
-    targets: dict[str, Any] = {}
-    unloadable: dict[str | None, TargetError] = {}
+    targets = LoadedTargets()
     # At a timeout the parent asks for this process's stack, to say where the case was stuck.
     stack_file = dump_on_signal()
     ready = _send_or_gone(connection, ("ready", stack_file))
@@ -68,18 +68,8 @@ def _serve_cases(connection: Connection) -> None:
                 connection.send(("custom_op", task.id, is_op))
                 connection.send(("done", task.id, ()))
                 continue
-            name = task.entry.spec.target
-            if name in unloadable:  # its other cases: the same error, not another import
-                raise unloadable[name]
-            if name not in targets:
-                try:
-                    targets[name] = load_target(name)
-                except TargetError as error:
-                    unloadable[name] = error
-                    raise
-            job = Job(task.entry, targets[name])
-            case = next(c for c in task.entry.spec.cases if c.name == task.case)
-            _, notes = run_case(job, case, task.seed, observer=reporter)
+            job = Job(task.entry, targets.load(task.entry.spec.target or ""))
+            _, notes = run_case(job, task.spec_case(), task.seed, observer=reporter)
             connection.send(("done", task.id, notes))
         except GradverifyError as error:
             not_loaded = isinstance(error, TargetError)
