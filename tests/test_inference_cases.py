@@ -19,12 +19,13 @@ from gradverify.results import Report, Status
 from gradverify.run import session
 from gradverify.run.session import RunOptions
 from gradverify.target.loading import load_target
+from tests.inference import runs
 
 MODULE = "tests.functions.inference"
 
 
 def inferred(name: str) -> Inference:
-    return infer(load_target(f"{MODULE}:{name}"))
+    return runs.inferred(f"{MODULE}:{name}")
 
 
 def labels(name: str) -> list[str]:
@@ -34,9 +35,7 @@ def labels(name: str) -> list[str]:
 def zero_config(name: str) -> Report:
     """The real zero-config run, in process, of the inferred cases alone (explore off: its
     other numbers would find the same bugs in the base case)."""
-    target = f"{MODULE}:{name}"
-    entry, note = infer_entry(load_target(target))
-    return session.run([entry], RunOptions(isolation=False, cache=False, explore=0), [note])
+    return runs.zero_config(f"{MODULE}:{name}", explore=0)
 
 
 def failed_cases(report: Report) -> dict[str, set[str]]:

@@ -8,28 +8,21 @@ from __future__ import annotations
 from gradverify.inference.branches import compared_groups
 from gradverify.inference.dataflow import flow_of
 from gradverify.inference.from_signature import Inference, infer
-from gradverify.inference.zeroconfig import infer_entry
-from gradverify.results import Report, Status
-from gradverify.run import session
-from gradverify.run.session import RunOptions
+from gradverify.results import Report
 from gradverify.target.loading import load_target
 from tests.functions import branches, inference
+from tests.inference import runs
+from tests.inference.runs import failed_cases
 
 MODULE = "tests.functions.branches"
 
 
 def inferred(name: str) -> Inference:
-    return infer(load_target(f"{MODULE}:{name}"))
+    return runs.inferred(f"{MODULE}:{name}")
 
 
 def zero_config(name: str, seed: int | None = None) -> Report:
-    """`gradverify check` of a Function no spec names, in this process."""
-    entry, note = infer_entry(load_target(f"{MODULE}:{name}"))
-    return session.run([entry], RunOptions(isolation=False, cache=False, seed=seed), [note])
-
-
-def failed_cases(report: Report) -> set[str]:
-    return {result.case for result in report.results if result.status is Status.FAIL}
+    return runs.zero_config(f"{MODULE}:{name}", seed)
 
 
 # --- both sides of a comparison between inputs ---------------------------------------------

@@ -6,30 +6,24 @@ from __future__ import annotations
 
 import pytest
 
-from gradverify.inference.choice import CALLABLE, TENSOR
+from gradverify.inference.choice import CALLABLE, TENSOR, Choice
 from gradverify.inference.from_signature import infer
 from gradverify.inference.spec_text import spec_text
 from gradverify.inference.zeroconfig import InferenceError, infer_entry
 from gradverify.results import Report, Status
-from gradverify.run import session
-from gradverify.run.session import RunOptions
 from gradverify.target.loading import load_target
+from tests.inference import runs
+from tests.inference.runs import failed_checks
 
 FUNCTIONS = "tests.functions.contracts"
 
 
 def zero_config(name: str) -> Report:
-    entry, note = infer_entry(load_target(f"{FUNCTIONS}:{name}"))
-    return session.run([entry], RunOptions(isolation=False, cache=False), [note])
+    return runs.zero_config(f"{FUNCTIONS}:{name}")
 
 
-def failed(report: Report) -> set[str]:
-    return {result.check for result in report.results if result.status is Status.FAIL}
-
-
-def chosen(name: str) -> dict[str, object]:
-    inference = infer(load_target(f"{FUNCTIONS}:{name}"))
-    return {choice.name: choice for choice in inference.choices}
+def chosen(name: str) -> dict[str, Choice]:
+    return runs.chosen(f"{FUNCTIONS}:{name}")
 
 
 @pytest.mark.parametrize(
@@ -49,32 +43,32 @@ def test_the_correct_twin_passes_and_the_buggy_twin_fails(correct: str, buggy: s
     passing = zero_config(correct)
     failing = zero_config(buggy)
 
-    assert failed(passing) == set()
+    assert failed_checks(passing) == set()
     checked = {r.status for r in passing.results if r.check == "finite_difference"}
     assert checked and checked <= {Status.PASS, Status.WARN}  # WARN: right along the structure
-    assert failed(failing) & {"backward", "finite_difference", "gradcheck"}
+    assert failed_checks(failing) & {"backward", "finite_difference", "gradcheck"}
 
 
 def test_a_parameter_named_fn_gets_a_function() -> None:
     fn = chosen("ApplyFn")["fn"]
 
-    assert (fn.kind, fn.value, fn.item) == (CALLABLE, "torch:sin", {"callable": "torch:sin"})  # type: ignore[attr-defined]
+    assert (fn.kind, fn.value, fn.item) == (CALLABLE, "torch:sin", {"callable": "torch:sin"})
 
 
 def test_cholesky_in_forward_asks_for_an_spd_matrix() -> None:
     matrix = chosen("SPDSolve")["A"]
 
-    assert (matrix.shape, matrix.structure) == ((3, 3), "spd")  # type: ignore[attr-defined]
-    assert "cholesky" in matrix.reason  # type: ignore[attr-defined]
+    assert (matrix.shape, matrix.structure) == ((3, 3), "spd")
+    assert "cholesky" in matrix.reason
 
 
 @pytest.mark.parametrize("name", ["FlatGram", "AssertedFlatGram"])
 def test_a_docstring_or_an_assert_gives_the_shape(name: str) -> None:
-    assert chosen(name)["x"].shape == (2, 3, 9)  # type: ignore[attr-defined]
+    assert chosen(name)["x"].shape == (2, 3, 9)
 
 
 def test_a_batch_of_square_matrices_is_tried() -> None:
-    assert chosen("BatchTraceOfSquare")["m"].shape == (2, 3, 3)  # type: ignore[attr-defined]
+    assert chosen("BatchTraceOfSquare")["m"].shape == (2, 3, 3)
 
 
 def test_a_tensor_where_backward_calls_a_function_is_a_failed_guess_not_a_finding() -> None:
@@ -90,8 +84,8 @@ def test_a_tensor_where_backward_calls_a_function_is_a_failed_guess_not_a_findin
 def test_out_is_a_tensor_written_into_not_differentiated() -> None:
     out = chosen("ScaleInto")["out"]
 
-    assert (out.kind, out.requires_grad) == (TENSOR, False)  # type: ignore[attr-defined]
-    assert failed(zero_config("ScaleInto")) == set()
+    assert (out.kind, out.requires_grad) == (TENSOR, False)
+    assert failed_checks(zero_config("ScaleInto")) == set()
 
 
 def test_a_failure_only_without_the_asked_structure_is_a_warning_naming_it() -> None:
@@ -107,8 +101,8 @@ def test_a_failure_only_without_the_asked_structure_is_a_warning_naming_it() -> 
 def test_a_literal_every_call_site_passes_is_passed() -> None:
     size = chosen("BroadcastTo")["target_size"]
 
-    assert size.value == (3, 4)  # type: ignore[attr-defined]
-    assert "as the package calls it (contracts.py:" in size.reason  # type: ignore[attr-defined]
+    assert size.value == (3, 4)
+    assert "as the package calls it (contracts.py:" in size.reason
 
 
 def test_a_function_the_module_passes_at_its_call_site_is_passed() -> None:
@@ -116,8 +110,8 @@ def test_a_function_the_module_passes_at_its_call_site_is_passed() -> None:
     # calls with `decay` gets that function and passes.
     dynamics = chosen("ScaledDynamicsCalled")["dynamics"]
 
-    assert (dynamics.kind, dynamics.value) == (CALLABLE, f"{FUNCTIONS}:decay")  # type: ignore[attr-defined]
-    assert failed(zero_config("ScaledDynamicsCalled")) == set()
+    assert (dynamics.kind, dynamics.value) == (CALLABLE, f"{FUNCTIONS}:decay")
+    assert failed_checks(zero_config("ScaledDynamicsCalled")) == set()
 
 
 def test_the_written_spec_keeps_the_structure_and_leaves_the_plain_twin_out() -> None:
@@ -133,16 +127,16 @@ def test_a_number_on_which_forward_returns_no_tensor_is_a_failed_guess() -> None
     # tensor, where the checks pass.
     shift = chosen("ShiftOrPass")["shift"]
 
-    assert shift.kind == TENSOR  # type: ignore[attr-defined]
-    assert failed(zero_config("ShiftOrPass")) == set()
+    assert shift.kind == TENSOR
+    assert failed_checks(zero_config("ShiftOrPass")) == set()
 
 
 def test_jaxtyping_annotations_give_shapes_named_dims_one_size_each() -> None:
     points, weights = chosen("WeightedSum").values()
 
-    assert points.shape == (2, 4, 3)  # type: ignore[attr-defined]  # N is not the literal 3
-    assert weights.shape == (2, 4)  # type: ignore[attr-defined]
-    assert failed(zero_config("WeightedSum")) == set()
+    assert points.shape == (2, 4, 3)  # N is not the literal 3
+    assert weights.shape == (2, 4)
+    assert failed_checks(zero_config("WeightedSum")) == set()
 
 
 @pytest.mark.parametrize(
@@ -158,15 +152,15 @@ def test_a_name_or_the_op_applied_gives_the_structure(
 ) -> None:
     matrix = chosen(name)[parameter]
 
-    assert (matrix.shape, matrix.structure) == ((3, 3), structure)  # type: ignore[attr-defined]
+    assert (matrix.shape, matrix.structure) == ((3, 3), structure)
 
 
 def test_docstring_words_give_a_tensor_its_structure_and_leave_a_number_a_number() -> None:
     x, eps = chosen("SafeLog").values()
 
-    assert (x.kind, x.structure) == (TENSOR, "positive")  # type: ignore[attr-defined]
-    assert eps.kind != TENSOR  # type: ignore[attr-defined]
-    assert failed(zero_config("SafeLog")) == set()
+    assert (x.kind, x.structure) == (TENSOR, "positive")
+    assert eps.kind != TENSOR
+    assert failed_checks(zero_config("SafeLog")) == set()
 
 
 def test_a_correct_function_that_reads_one_triangle_warns_and_a_wrong_one_fails() -> None:
@@ -174,7 +168,7 @@ def test_a_correct_function_that_reads_one_triangle_warns_and_a_wrong_one_fails(
     # the element-wise checks fail a correct backward; along E_ij + E_ji it is right.
     correct, buggy = zero_config("SmallestEigenvalue"), zero_config("SmallestEigenvalueDoubled")
 
-    assert failed(correct) == set()
+    assert failed_checks(correct) == set()
     warned = [r for r in correct.results if r.status is Status.WARN and r.check == "gradcheck"]
     assert warned and "agrees with central differences along all 6 directions" in warned[0].message
-    assert failed(buggy) & {"finite_difference", "gradcheck"}
+    assert failed_checks(buggy) & {"finite_difference", "gradcheck"}

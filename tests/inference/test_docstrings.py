@@ -17,27 +17,20 @@ from gradverify.inference.docstrings import documented, surrogate_phrase
 from gradverify.inference.from_signature import infer
 from gradverify.inference.gathers import Gathered, gathered
 from gradverify.inference.spec_text import spec_text
-from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Report, Status
-from gradverify.run import session
-from gradverify.run.session import RunOptions
 from gradverify.target.loading import load_target
+from tests.inference import runs
+from tests.inference.runs import failed_checks
 
 FUNCTIONS = "tests.functions.docstrings"
 
 
 def zero_config(name: str) -> Report:
-    entry, note = infer_entry(load_target(f"{FUNCTIONS}:{name}"))
-    return session.run([entry], RunOptions(isolation=False, cache=False), [note])
-
-
-def failed(report: Report) -> set[str]:
-    return {result.check for result in report.results if result.status is Status.FAIL}
+    return runs.zero_config(f"{FUNCTIONS}:{name}")
 
 
 def chosen(name: str) -> dict[str, Choice]:
-    inference = infer(load_target(f"{FUNCTIONS}:{name}"))
-    return {choice.name: choice for choice in inference.choices}
+    return runs.chosen(f"{FUNCTIONS}:{name}")
 
 
 @pytest.mark.parametrize(
@@ -105,10 +98,10 @@ def test_a_surrogate_is_declared_by_its_words_not_by_surrogate_loss() -> None:
 def test_the_correct_twin_passes_and_the_buggy_twin_fails(correct: str, buggy: str) -> None:
     passing, failing = zero_config(correct), zero_config(buggy)
 
-    assert failed(passing) == set()
+    assert failed_checks(passing) == set()
     checked = {r.status for r in passing.results if r.check == "finite_difference"}
     assert checked and checked <= {Status.PASS, Status.WARN}
-    assert failed(failing) & {"backward", "finite_difference", "gradcheck"}
+    assert failed_checks(failing) & {"backward", "finite_difference", "gradcheck"}
 
 
 def test_docstring_shapes_are_read_and_named_dims_shared_across_parameters() -> None:
@@ -148,7 +141,7 @@ def test_a_number_where_backward_returns_a_tensor_gradient_is_a_failed_guess() -
     choices = chosen("DistanceToSphereUndocumented")
 
     assert all(choice.kind == "tensor" for choice in choices.values())
-    assert failed(zero_config("DistanceToSphereUndocumented")) == set()
+    assert failed_checks(zero_config("DistanceToSphereUndocumented")) == set()
 
 
 @pytest.mark.parametrize("name", ["FixedSmoothing", "BufferedSmoothing"])
@@ -160,7 +153,7 @@ def test_a_constant_by_its_docstring_or_a_registered_buffer_is_not_differentiate
 
     assert kernel.requires_grad is False and kernel.shape[0] % 2 == 1  # K odd
     assert "requires_grad: false" in spec_text(inference)
-    assert failed(zero_config(name)) == set()
+    assert failed_checks(zero_config(name)) == set()
 
 
 def test_a_range_of_index_values_is_never_read_as_a_shape() -> None:
@@ -176,10 +169,10 @@ def test_a_declared_straight_through_estimator_is_checked_as_a_surrogate() -> No
 
     assert inference.surrogate == "straight-through"
     assert "gradient: surrogate" in spec_text(inference)
-    assert failed(report) == set()
+    assert failed_checks(report) == set()
     assert "straight-through" in report.notes[0]
     # the declaration skips value comparisons, never the structural checks
-    assert "backward" in failed(zero_config("StraightThroughSignSummed"))
+    assert "backward" in failed_checks(zero_config("StraightThroughSignSummed"))
     assert infer(load_target(f"{FUNCTIONS}:SurrogateLossScale")).surrogate is None
 
 

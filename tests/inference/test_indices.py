@@ -9,29 +9,24 @@ import pytest
 from gradverify.inference.dataflow import flow_of
 from gradverify.inference.from_signature import Inference, infer
 from gradverify.inference.indices import counts, pairs, read_partners
-from gradverify.inference.zeroconfig import infer_entry
-from gradverify.results import Report, Status
+from gradverify.results import Report
 from gradverify.run import session
 from gradverify.run.session import RunOptions
 from gradverify.spec.load import SpecEntry
 from gradverify.target.loading import load_target
 from tests.functions import indices, table_reads
+from tests.inference import runs
+from tests.inference.runs import failed_cases
 
 MODULE = "tests.functions.indices"
 
 
 def inferred(name: str) -> Inference:
-    return infer(load_target(f"{MODULE}:{name}"))
+    return runs.inferred(f"{MODULE}:{name}")
 
 
 def zero_config(name: str, seed: int | None = None) -> Report:
-    """`gradverify check` of a Function no spec names, in this process."""
-    entry, note = infer_entry(load_target(f"{MODULE}:{name}"))
-    return session.run([entry], RunOptions(isolation=False, cache=False, seed=seed), [note])
-
-
-def failed_cases(report: Report) -> set[str]:
-    return {result.case for result in report.results if result.status is Status.FAIL}
+    return runs.zero_config(f"{MODULE}:{name}", seed)
 
 
 def test_an_index_added_with_a_source_pairs_with_it_along_the_dim() -> None:
@@ -113,8 +108,7 @@ READS = "tests.functions.table_reads"
 
 
 def zero_config_of(name: str, seed: int | None = None) -> Report:
-    entry, note = infer_entry(load_target(f"{READS}:{name}"))
-    return session.run([entry], RunOptions(isolation=False, cache=False, seed=seed), [note])
+    return runs.zero_config(f"{READS}:{name}", seed)
 
 
 def test_an_index_reading_a_table_pairs_with_what_its_rows_are_combined_with() -> None:

@@ -6,30 +6,22 @@ square matrices; each with a buggy Function only it reaches, and the correct twi
 from __future__ import annotations
 
 from gradverify.inference.dataflow import flow_of
-from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.from_signature import Inference
 from gradverify.inference.shapes import components
-from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Report, Status
-from gradverify.run import session
-from gradverify.run.session import RunOptions
-from gradverify.target.loading import load_target
 from tests.functions import shapes
+from tests.inference import runs
+from tests.inference.runs import failed_cases
 
 MODULE = "tests.functions.shapes"
 
 
 def inferred(name: str) -> Inference:
-    return infer(load_target(f"{MODULE}:{name}"))
+    return runs.inferred(f"{MODULE}:{name}")
 
 
 def zero_config(name: str) -> Report:
-    """`gradverify check` of a Function no spec names, in this process."""
-    entry, note = infer_entry(load_target(f"{MODULE}:{name}"))
-    return session.run([entry], RunOptions(isolation=False, cache=False), [note])
-
-
-def failed_cases(report: Report) -> set[str]:
-    return {result.case for result in report.results if result.status is Status.FAIL}
+    return runs.zero_config(f"{MODULE}:{name}")
 
 
 # --- each tensor at ranks up to 4, a subscripted last dim ---------------------------------
