@@ -14,17 +14,9 @@ from typer.testing import CliRunner
 
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
-
-ROOT = Path(__file__).resolve().parents[2]
-SPECS = ROOT / "tests" / "specs" / "explore"
+from tests.explore.json_report import SPECS, check
 
 pytestmark = pytest.mark.usefixtures("in_repo")
-
-
-def check(*arguments: str) -> tuple[int, dict]:
-    result = CliRunner().invoke(app, ["check", "--no-cache", "--format", "json", *arguments])
-    assert result.exit_code in (0, 1), result.output
-    return result.exit_code, json.loads(result.stdout)
 
 
 def explored_of(report: dict, target_part: str) -> dict:
