@@ -48,9 +48,11 @@ def test_a_diagnosed_bug_is_to_fix_not_to_hide(target, checks):
 
 
 def test_a_diagnosis_that_may_be_on_purpose_says_so():
-    code, report, advice = init("gradverify.examples.surrogates:StraightThroughSign")
+    # A flipped sign nothing declares (a docstring saying straight-through declares a
+    # surrogate, and init then writes gradient: surrogate).
+    code, report, advice = init("tests.functions.value_bugs:FlippedSign")
     assert code == ExitCode.FAILED
-    assert "on purpose" in report and "straight-through" in report  # the hint, above
+    assert "on purpose" in report and "gradient-reversal" in report  # the hint, above
     assert "fix backward where it points; if what it names is on purpose, declare it" in advice
     assert "`kinks:`" not in advice and "tolerance" not in advice
 
