@@ -98,7 +98,7 @@ def _news(
     spec_paths: Sequence[str], spec_dir: Path, project: Path
 ) -> Callable[[RecordedCall], bool]:
     """Whether a call is one no spec holds yet (the specs of each target read once)."""
-    search = list(dict.fromkeys([*spec_paths, str(spec_dir)]))
+    search = _searched(spec_paths, spec_dir)
     held: dict[str, set[str] | None] = {}  # target -> its specs' signatures; None: no spec
 
     def is_new(call: RecordedCall) -> bool:
@@ -107,7 +107,7 @@ def _news(
             entries = existing_specs(target, search)
             held[target] = recorded_signatures(entries) if entries else None
         signatures = held[target]
-        return signatures is None or not {call.signature, call.pattern} & signatures
+        return signatures is None or not _held(call, signatures)
 
     return is_new
 
@@ -125,11 +125,21 @@ def write_specs(
     by_target: dict[str, list[RecordedCall]] = {}
     for call in calls:
         by_target.setdefault(_spelling(call.target, project), []).append(call)
-    search = list(dict.fromkeys([*spec_paths, str(spec_dir)]))
+    search = _searched(spec_paths, spec_dir)
     return [
         _guarded(target, group, search, spec_dir, project, shrink)
         for target, group in by_target.items()
     ]
+
+
+def _searched(spec_paths: Sequence[str], spec_dir: Path) -> list[str]:
+    """Where a target's specs are looked for: the configured spec paths, then `spec_dir`."""
+    return list(dict.fromkeys([*spec_paths, str(spec_dir)]))
+
+
+def _held(call: RecordedCall, signatures: set[str]) -> bool:
+    """Whether a spec already holds `call`: its signature, or its pattern, is among theirs."""
+    return call.signature in signatures or call.pattern in signatures
 
 
 def _guarded(
@@ -177,11 +187,7 @@ def _update(
     signatures = recorded_signatures(entries)
     names = {case.name for entry in entries for case in entry.spec.cases}
     update.kept = len(names)
-    new = [
-        call
-        for call in calls
-        if call.signature not in signatures and call.pattern not in signatures
-    ]
+    new = [call for call in calls if not _held(call, signatures)]
     if not new:
         return update  # nothing to write: the target is not even imported, nor torch
     from gradverify.target.loading import load_target
