@@ -20,9 +20,8 @@ import yaml
 from typer.testing import CliRunner
 
 from gradverify.cli import app
-
-ROOT = Path(__file__).resolve().parents[2]
-GRADVERIFY = Path(sys.executable).parent / "gradverify"
+from tests.conftest import ROOT
+from tests.record.recording import GRADVERIFY, record, run, spec
 
 # Five Functions and ops, two with a bundled bug; one is called from a child process, one
 # takes an int64 index tensor, and Linear's inputs are large enough to be shrunk.
@@ -52,28 +51,11 @@ Linear.apply(big, weight, None).sum().backward()
 """
 
 
-def run(project: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        command, cwd=project, capture_output=True, text=True, env=environment, timeout=300
-    )
-
-
-def record(project: Path) -> subprocess.CompletedProcess[str]:
-    completed = run(project, str(GRADVERIFY), "record", "--", sys.executable, "script.py")
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    return completed
-
-
 def check(project: Path, monkeypatch: pytest.MonkeyPatch, *arguments: str):
     """`gradverify check ARGUMENTS` from the project's directory, in this process."""
     monkeypatch.chdir(project)
     monkeypatch.setenv("NO_COLOR", "1")
     return CliRunner().invoke(app, ["check", *arguments])
-
-
-def spec(project: Path, name: str) -> dict:
-    return yaml.safe_load((project / "specs" / name).read_text())
 
 
 @pytest.fixture(scope="module")

@@ -6,16 +6,11 @@ twins fail."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-GRADVERIFY = Path(sys.executable).parent / "gradverify"
+from tests.record.recording import record, spec
 
 SCRIPT = """\
 import torch
@@ -37,25 +32,16 @@ Embedding.apply(table, torch.arange(100) % 7)  # a long index tensor: its values
 """
 
 
-def _spec(project: Path, name: str) -> dict:
-    return yaml.safe_load((project / "specs" / name).read_text())
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = tmp_path_factory.mktemp("contract")
     (project / "script.py").write_text(SCRIPT)
-    environment = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
-    completed = subprocess.run(
-        [str(GRADVERIFY), "record", "--", sys.executable, "script.py"],
-        cwd=project, capture_output=True, text=True, env=environment, timeout=300,
-    )  # fmt: skip
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+    record(project)
     return project
 
 
 def test_a_constant_filter_is_kept_as_its_values(recorded: Path) -> None:
-    [case] = _spec(recorded, "symmetric_smooth.yaml")["cases"]
+    [case] = spec(recorded, "symmetric_smooth.yaml")["cases"]
     assert case["inputs"][1] == {
         "values": [0.25, 0.5, 0.25], "dtype": "float32", "requires_grad": False,
     }  # fmt: skip
@@ -63,7 +49,7 @@ def test_a_constant_filter_is_kept_as_its_values(recorded: Path) -> None:
 
 
 def test_a_long_index_tensor_is_kept_as_its_values(recorded: Path) -> None:
-    case = _spec(recorded, "embedding.yaml")["cases"][0]
+    case = spec(recorded, "embedding.yaml")["cases"][0]
     assert case["inputs"][1] == {"values": [i % 7 for i in range(100)], "dtype": "int64"}
 
 
@@ -77,7 +63,7 @@ def test_the_filter_spec_passes_the_correct_function_only(recorded: Path, run_sp
 
 
 def test_defaults_the_run_left_alone_get_other_values(recorded: Path) -> None:
-    names = [case["name"] for case in _spec(recorded, "lp_normalize.yaml")["cases"]]
+    names = [case["name"] for case in spec(recorded, "lp_normalize.yaml")["cases"]]
     assert names[0] == "script_py_14"  # the recorded case first, as the run made it
     assert {"script_py_14: p=4.0", "script_py_14: eps=0.5", "script_py_14: dim=0"} <= set(names)
 

@@ -6,20 +6,14 @@ recorded specs are then checked in this process: correct Functions pass, buggy t
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from gradverify.record.probe import _structure
 from gradverify.record.structure import drawn_structure
-
-ROOT = Path(__file__).resolve().parents[2]
-GRADVERIFY = Path(sys.executable).parent / "gradverify"
+from tests.record.recording import record, spec
 
 SCRIPT = """\
 import torch
@@ -68,17 +62,11 @@ Smoother()(torch.randn(2, 8, requires_grad=True)).sum().backward()
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     project = tmp_path_factory.mktemp("inputs")
     (project / "script.py").write_text(SCRIPT)
-    environment = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
-    completed = subprocess.run(
-        [str(GRADVERIFY), "record", "--", sys.executable, "script.py"],
-        cwd=project, capture_output=True, text=True, env=environment, timeout=300,
-    )  # fmt: skip
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    return project, completed.stdout
+    return project, record(project).stdout
 
 
 def _cases(project: Path, name: str) -> list[dict]:
-    return yaml.safe_load((project / "specs" / name).read_text())["cases"]
+    return spec(project, name)["cases"]
 
 
 def _recorded_inputs(project: Path, name: str) -> list[list]:
