@@ -65,9 +65,20 @@ def user_code(phase: str) -> Iterator[None]:
 
 
 def call_forward(call: Callable[..., Any], arguments: Sequence[Any]) -> tuple[Any, ...]:
-    """Run forward and return its outputs as a tuple."""
-    with user_code("forward"):
-        outputs = call(*arguments)
+    """Run forward and return its outputs as a tuple.
+
+    forward leaves the CPU's global random generator as it found it, so that the calls of
+    one check draw the same random numbers (a sample `loc + eps @ L.T`, a dropout mask):
+    finite differences measure forward's derivative under those numbers, not their noise
+    (common random numbers). A check that wants other numbers seeds them itself (layouts)."""
+    import torch
+
+    state = torch.random.get_rng_state()
+    try:
+        with user_code("forward"):
+            outputs = call(*arguments)
+    finally:
+        torch.random.set_rng_state(state)
     return outputs if isinstance(outputs, tuple) else (outputs,)
 
 

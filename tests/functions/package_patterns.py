@@ -312,3 +312,27 @@ class VarianceOfProjectionWrong(VarianceOfProjection):
         K, S = ctx.saved_tensors
         scaled = K * grad.unsqueeze(-2)
         return S @ scaled, scaled @ K.mT
+
+
+class ReparameterizedSample(Function):
+    """loc + scale * eps with eps ~ N(0, 1) drawn in forward (a reparameterized sample);
+    backward is the pathwise derivative under that eps."""
+
+    @staticmethod
+    def forward(ctx: Any, loc: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        eps = torch.randn_like(loc)
+        ctx.save_for_backward(eps)
+        return loc + scale * eps
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        (eps,) = ctx.saved_tensors
+        return grad, grad * eps
+
+
+class ReparameterizedSampleWrong(ReparameterizedSample):
+    """The same, scale's gradient without eps (a bug)."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return grad, grad.clone()

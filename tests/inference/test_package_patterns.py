@@ -128,3 +128,10 @@ def test_a_matrix_read_in_a_quadratic_form_is_drawn_symmetric() -> None:
     assert not failed(report)
     assert any(r.status is Status.WARN and "symmetric" in r.message for r in report.results)
     assert "finite_difference" in failed(zero_config("VarianceOfProjectionWrong")[0])
+
+
+def test_a_random_forward_is_checked_under_the_same_random_numbers_in_every_call() -> None:
+    """Finite differences of a sample measure its derivative under one eps, not the noise
+    between two draws (common random numbers); a wrong pathwise gradient still fails."""
+    assert not failed(zero_config("ReparameterizedSample")[0])
+    assert "finite_difference" in failed(zero_config("ReparameterizedSampleWrong")[0])
