@@ -94,6 +94,9 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         except TypeError as error:
             misfit = _misfit(error, choices)
             return ProbeOutcome("backward", f"backward raised {_first_line(error)}", misfit=misfit)
+        except ValueError as error:  # `B, C = control_var` of a guessed [3, 3]: a misfit
+            misfit = "values to unpack" in str(error)
+            return ProbeOutcome("backward", f"backward raised {_first_line(error)}", misfit=misfit)
         except Exception as error:
             return ProbeOutcome("backward", _first_line(error))
     none, wrong = [], []

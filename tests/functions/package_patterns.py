@@ -336,3 +336,19 @@ class ReparameterizedSampleWrong(ReparameterizedSample):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return grad, grad.clone()
+
+
+class PairScale(Function):
+    """x * (a + b) for a pair `coeffs` = (a, b) stacked [2, N]: backward unpacks the pair,
+    so a guessed [N] raises ValueError there (a failed guess, not a finding)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, coeffs: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, coeffs)
+        return x * coeffs.sum(0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, coeffs = ctx.saved_tensors
+        a, b = coeffs
+        return grad * (a + b), torch.stack([grad * x, grad * x])

@@ -5,7 +5,9 @@ says surrogate, and a guessed callable the user's code calls with two arguments.
 
 from __future__ import annotations
 
+from gradverify.inference.choice import TENSOR, Choice
 from gradverify.inference.from_signature import infer
+from gradverify.inference.probe import probe
 from gradverify.inference.spec_text import spec_text
 from gradverify.inference.surrogates import PASSES_THROUGH, passed_through
 from gradverify.inference.zeroconfig import infer_entry
@@ -135,3 +137,14 @@ def test_a_random_forward_is_checked_under_the_same_random_numbers_in_every_call
     between two draws (common random numbers); a wrong pathwise gradient still fails."""
     assert not failed(zero_config("ReparameterizedSample")[0])
     assert "finite_difference" in failed(zero_config("ReparameterizedSampleWrong")[0])
+
+
+def test_backward_unpacking_a_guessed_tensor_is_a_failed_guess() -> None:
+    target = load_target(f"{FUNCTIONS}:PairScale")
+    flat = [Choice("x", TENSOR, (4,)), Choice("coeffs", TENSOR, (4,))]
+    outcome = probe(target, flat)
+    assert (outcome.stage, outcome.misfit) == ("backward", True)
+    inference = infer(target)
+    assert inference.ran
+    assert inference.choices[1].shape[0] == 2
+    assert not failed(zero_config("PairScale")[0])
