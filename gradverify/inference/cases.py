@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.called import helper_points, merged
 from gradverify.inference.choice import (
     LITERAL,
     NUMBER,
@@ -141,7 +142,7 @@ def _combined(base: Sequence[Choice], kept: Sequence[Case]) -> Iterator[Candidat
 
 def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
     """Each extra case to probe, the most telling first."""
-    points = branch_points(*_own_methods(target))
+    points = merged(branch_points(*_own_methods(target)), helper_points(_own_methods(target)))
     for label, choices in unstructured(base):  # a finding only here is the contract's
         yield Candidate(label, choices)
     yield from _defaults(base)

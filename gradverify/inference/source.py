@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.annotations import annotations_of
-from gradverify.target.syntax import own_nodes, parsed_function
+from gradverify.target.syntax import FunctionNode, own_nodes, parsed_function
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -245,14 +245,14 @@ class BranchPoints:
 
 
 def branch_points(*functions: Any) -> BranchPoints:
-    """The branch points of `functions`' own source: what a comparison or a clamp-like call
-    reads (not a factor such as `2 * x`, nor dims, sizes or indices such as `x.sum(1) > 0`,
-    `.view(-1, 64)`, `x[..., 2]`)."""
+    """The branch points of `functions`' own source (functions, or their syntax trees): what
+    a comparison or a clamp-like call reads (not a factor such as `2 * x`, nor dims, sizes or
+    indices such as `x.sum(1) > 0`, `.view(-1, 64)`, `x[..., 2]`)."""
     found: set[float] = set()
     names: set[str] = set()
     strings: set[tuple[str, str]] = set()
     for function in functions:
-        node = parsed_function(function) if function is not None else None
+        node = function if isinstance(function, FunctionNode) else parsed_function(function)
         if node is None:
             continue
         skipped = _shape_literals(node)

@@ -1,0 +1,102 @@
+"""Functions whose only branch lives in a function they call, never in their own forward
+or backward (issue 23, inference that reaches the branches): a knee at x = -2 in a
+module-level helper, and a SiLU whose buggy backward kernel (tests/functions/called_kernels.py,
+launched as `kernel[grid](...)`) drops a term below -2. Each buggy twin is wrong only below
+-2, where inputs drawn from [-1, 1] never go.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tests.functions import called_kernels as kernels
+
+
+def _knee(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x < -2.0, -2.0 + 0.1 * (x + 2.0), x)
+
+
+def _knee_grad(x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    return torch.where(x < -2.0, 0.1 * grad, grad)
+
+
+def _knee_grad_flat(x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """Bug: forgets the knee: the slope is 1 below -2 too."""
+    return grad * torch.ones_like(x)
+
+
+class HelperKnee(torch.autograd.Function):
+    """y = x above -2, -2 + 0.1 (x + 2) below: forward and backward call module helpers."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return _knee(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return _knee_grad(x, grad_output)
+
+
+class HelperKneeFlat(torch.autograd.Function):
+    """HelperKnee whose backward helper forgets the knee: wrong only below x = -2."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return _knee(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return _knee_grad_flat(x, grad_output)
+
+
+def _grid(count: int) -> tuple[int]:
+    return (count,)
+
+
+def _launch_forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    kernels.silu_forward[_grid(x.numel())](x.view(-1), y.view(-1), x.numel())
+    ctx.save_for_backward(x)
+    return y
+
+
+def _launch_backward(ctx: Any, grad_output: torch.Tensor, kernel_name: str) -> torch.Tensor:
+    """The backward kernel named, as a launcher picks one: `getattr(module, name)[grid]`."""
+    (x,) = ctx.saved_tensors
+    kernel = getattr(kernels, kernel_name)
+    grad_output = grad_output.contiguous()
+    grad_x = torch.empty_like(x)
+    kernel[_grid(x.numel())](x.view(-1), grad_output.view(-1), grad_x.view(-1), x.numel())
+    return grad_x
+
+
+class KernelSiLU(torch.autograd.Function):
+    """y = x * sigmoid(x) as two `@jit` kernels launched `kernel[grid](...)`, the backward one
+    named by a string, as tests/functions/called_kernels.py writes them."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return _launch_forward(ctx, x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return _launch_backward(ctx, grad_output, "silu_backward")
+
+
+class KernelSiLUDroppedTerm(torch.autograd.Function):
+    """KernelSiLU whose backward kernel drops a term below x = -2: wrong only there."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return _launch_forward(ctx, x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return _launch_backward(ctx, grad_output, "silu_backward_dropped_term")
