@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -51,6 +51,12 @@ class Explored:
     ran_out: bool  # its time ended it before `planned` draws
     found: bool  # a draw failed: the result carrying this is that failure
     by_default: bool = True  # the default budget, not an `explore:` key or `--explore N`
+    # Draws aimed first at a branch of backward the case's own draw left unrun
+    # (gradverify.engine.explore.aim): the line aimed at (the first still unrun, if any),
+    # how many of the draws were aimed, and whether they reached every line aimed at.
+    aimed_line: int | None = None
+    aimed: int = 0
+    reached: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,8 @@ class BranchCoverage:
     possible: tuple[tuple[int, int], ...]
     taken: tuple[tuple[int, int], ...]
     lines: tuple[int, ...] = ()  # backward's lines any case ran
+    # (line, draws): a line that stayed unrun, and the draws explore aimed at it in vain.
+    aimed: tuple[tuple[int, int], ...] = ()
 
     @property
     def never(self) -> tuple[tuple[int, int], ...]:
@@ -193,13 +201,21 @@ class BranchCoverage:
             "branches": len(self.possible),
             "run": len(self.possible) - len(self.never),
             "never": [list(arc) for arc in self.never],
+            "explored": [  # the lines explore aimed draws at in vain
+                {"line": line, "draws": draws, "reached": False} for line, draws in self.aimed
+            ],
         }
 
 
 def branch_coverage(results: Sequence[Result]) -> list[BranchCoverage]:
     """Per target, in the order met, the union of the branches its cases ran."""
     found: dict[str, BranchCoverage] = {}
+    aimed: dict[str, dict[int, int]] = {}  # target -> line -> draws aimed at it, never reaching it
     for result in results:
+        explored = result.explored
+        if explored is not None and explored.aimed_line is not None and not explored.reached:
+            tried = aimed.setdefault(result.target, {})
+            tried[explored.aimed_line] = tried.get(explored.aimed_line, 0) + explored.aimed
         branches = result.branches
         if branches is None:
             continue
@@ -211,7 +227,15 @@ def branch_coverage(results: Sequence[Result]) -> list[BranchCoverage]:
             branches.possible, tuple(arc for arc in branches.possible if arc in taken),
             tuple(sorted(lines)),
         )  # fmt: skip
-    return list(found.values())
+    return [
+        replace(known, aimed=_still_unrun(known, aimed.get(target, {})))
+        for target, known in found.items()
+    ]
+
+
+def _still_unrun(found: BranchCoverage, aimed: dict[int, int]) -> tuple[tuple[int, int], ...]:
+    """(line, draws) of the lines explore aimed at that no case nor draw ran."""
+    return tuple((line, draws) for line, draws in sorted(aimed.items()) if line not in found.lines)
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,23 @@ def with_branches(results: list[Result], branches: Branches | None) -> list[Resu
     return [replace(results[0], branches=branches), *results[1:]]
 
 
+def merged(known: Branches | None, more: Branches | None) -> Branches | None:
+    """What two measurements of one backward ran, together."""
+    if known is None or more is None:
+        return more if known is None else known
+    return with_taken(replace(known, lines=tuple(sorted({*known.lines, *more.lines}))), more.taken)
+
+
+def with_taken(branches: Branches | None, arcs: Sequence[Arc]) -> Branches | None:
+    """`branches` with `arcs` run too (a draw of explore ran them)."""
+    if branches is None:
+        return None
+    taken = {*branches.taken, *arcs}
+    lines = {*branches.lines, *(end for arc in arcs for end in arc if end > 0)}
+    kept = tuple(arc for arc in branches.possible if arc in taken)
+    return replace(branches, taken=kept, lines=tuple(sorted(lines)))
+
+
 def _possible_of(target: Target) -> tuple[str, int, int, int, tuple[Arc, ...]] | None:
     """(file, def line, first line, last line, branch arcs) of the target's backward."""
     if not (target.is_function or target.op_name is not None):

@@ -6,12 +6,18 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gradverify.catalogue import BACKWARD_CHECKS
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, not_run
-from gradverify.engine.branch_coverage import measured_checks, measuring, with_branches
+from gradverify.engine.branch_coverage import (
+    measured_checks,
+    measuring,
+    merged,
+    with_branches,
+    with_taken,
+)
 from gradverify.engine.explore import CHECK as EXPLORED_CHECK
 from gradverify.engine.explore import budget
 from gradverify.engine.folding import fold
@@ -21,11 +27,14 @@ from gradverify.engine.structured import StructuredInputs
 from gradverify.inference.zeroconfig import CASE as INFERRED_CASE_NAME
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.memory import is_allocation_failure, out_of_memory, refusal
-from gradverify.results import Result, Status
+from gradverify.results import Branches, Result, Status
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import Case
 from gradverify.target.arity import check_arity
 from gradverify.target.loaded import Target, checks_of
+
+if TYPE_CHECKING:
+    from gradverify.engine.explore.search import Outcome
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,7 @@ def run_case(
         structured = StructuredInputs(job.target, case, spec, arguments)
         results: list[Result] = []
         measured = measured_checks(checks)
+        seen: Branches | None = None  # backward's branches this case's checks ran so far
         for check_id in checks:
             if observer is not None:
                 observer.check_started(check_id)
@@ -99,13 +109,16 @@ def run_case(
                 with measuring(job.target) as branches:
                     produced = _run_check(check_id, replace(context, earlier=tuple(results)))
                 ran = branches()
+                seen = merged(seen, ran)
             else:
                 produced = _run_check(check_id, replace(context, earlier=tuple(results)))
             if spec.explore != 0 and check_id == EXPLORED_CHECK:  # further draws
                 explored = replace(context, earlier=tuple(results))
                 times = (case_started, started)
-                produced, found = _explored(job, case, explored, produced, times)
-                notes = (*notes, *found)
+                outcome = _explored(job, case, explored, produced, times, seen)
+                produced, notes = outcome.results, (*notes, *outcome.notes)
+                if outcome.taken:  # what the draws aimed at backward's unrun branches ran
+                    ran = with_taken(merged(seen, ran), outcome.taken)
             produced = with_branches(produced, ran)  # after explore, which may replace them
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
@@ -122,19 +135,21 @@ def _explored(
     context: CaseContext,
     produced: list[Result],
     started: tuple[float, float],
-) -> tuple[list[Result], tuple[str, ...]]:
+    branches: Branches | None,
+) -> Outcome:
     """`produced`, or a failure found on a further draw (gradverify.engine.explore), and notes.
     `started`: when the case and the explored check started (the budget is a share of the
-    case's time so far; a draw costs about what the check took)."""
-    from gradverify.engine.explore.search import explore  # only a case that explores needs it
+    case's time so far; a draw costs about what the check took); `branches`: what the case's
+    checks ran of backward, whose unrun branches the draws aim at first."""
+    from gradverify.engine.explore.search import Outcome, explore  # only a case that explores
 
     now = time.perf_counter()
     chosen = budget(job.entry.spec.explore, job.entry.spec.timeout, now - started[0])
     if chosen is None:
-        return produced, ()
+        return Outcome(produced)
     inferred = job.entry.file is None and case.name.startswith(INFERRED_CASE_NAME)  # zero-config
-    outcome = explore(context, case, produced, chosen, inferred, own_seconds=now - started[1])
-    return outcome.results, outcome.notes
+    own = now - started[1]
+    return explore(context, case, produced, chosen, inferred, own_seconds=own, branches=branches)
 
 
 def _told(observer: CaseObserver | None, results: list[Result]) -> list[Result]:

@@ -11,6 +11,18 @@ from gradverify.results import BranchCoverage
 UNRUN = "not checked by any case: add a case that takes it, or try --explore N"
 
 
+def unrun_note(found: BranchCoverage) -> str:
+    """What a branch none ran means; where explore aimed draws at it, that they never got
+    there: `explore tried 10 draws aimed at line 41; never reached: add a case that takes it`."""
+    if not found.aimed:
+        return UNRUN
+    tried = "; ".join(
+        f"{draws} draw{'s' if draws != 1 else ''} aimed at line {line}"
+        for line, draws in found.aimed
+    )
+    return f"explore tried {tried}; never reached: add a case that takes it"
+
+
 def branch_line(found: BranchCoverage) -> str:
     """`backward: 2 of 3 branches run (line 41 never)` and where backward is."""
     total = len(found.possible)

@@ -9,13 +9,27 @@ from gradverify.results import Explored, Result
 
 def explored_line(explored: Explored) -> str:
     """`explored 20 draws, no failure`; `explored 7 draws in its budget of 0.4 s, no failure`
-    (its time ended the search: not a failure); `explored 2 draws, draw 2 fails`."""
+    (its time ended the search: not a failure); `explored 2 draws, draw 2 fails`; with what
+    the draws aimed at an unrun branch of backward did: `; 5 draws aimed at line 41, never
+    reached`."""
+    return _what(explored) + _aimed(explored)
+
+
+def _what(explored: Explored) -> str:
     draws = f"{explored.draws} draw" + ("s" if explored.draws != 1 else "")
     if explored.found:
         return f"explored {draws}, draw {explored.draws} fails"
     if explored.ran_out:
         return f"explored {draws} in its budget of {explored.budget_seconds:.2g} s, no failure"
     return f"explored {draws}, no failure"
+
+
+def _aimed(explored: Explored) -> str:
+    if not explored.aimed or explored.aimed_line is None:
+        return ""
+    draws = f"{explored.aimed} draw" + ("s" if explored.aimed != 1 else "")
+    reached = "reached" if explored.reached else "never reached"
+    return f"; {draws} aimed at line {explored.aimed_line}, {reached}"
 
 
 def case_explored(results: Sequence[Result]) -> Explored | None:

@@ -19,7 +19,7 @@ from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from gradverify.report.branches import UNRUN, branch_line
+from gradverify.report.branches import branch_line, unrun_note
 from gradverify.report.coverage import coverage_lines
 from gradverify.report.explored import case_explored, explored_line
 from gradverify.report.lines import (
@@ -280,7 +280,7 @@ def _branches(found: BranchCoverage) -> RenderableType:
     style = "dim" if found.complete else STYLES[Status.WARN]
     lines = [Text(branch_line(found), style=style)]
     if not found.complete:
-        lines.append(Text(UNRUN, style="dim"))
+        lines.append(Text(unrun_note(found), style="dim"))
     return Padding(Group(*lines), (0, 0, 0, INDENT))
 
 

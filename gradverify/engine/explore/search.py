@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, CaseMemo
+from gradverify.engine.branch_coverage import measuring
 from gradverify.engine.explore import CHECK, Budget
+from gradverify.engine.explore.aim import AIMED, Unrun, aimed_draws, unrun_arcs
 from gradverify.engine.explore.draws import Draw, draws, tensor_indices, varies
 from gradverify.engine.explore.numbers import changed_numbers, with_numbers_of
 from gradverify.engine.explore.shrink import Found, Shrinker
 from gradverify.engine.explore.snippet import case_snippet, fits_in_values
 from gradverify.engine.off_kinks import settle_inputs
 from gradverify.inputs import KINK_MARGIN_EPS, build_inputs
-from gradverify.results import Explored, Result, Status
+from gradverify.results import Branches, Explored, Result, Status
 from gradverify.spec.models import Case
 from gradverify.usercode import UserCodeError, call_forward
 
@@ -37,6 +40,23 @@ class Outcome:
 
     results: list[Result]
     notes: tuple[str, ...] = ()
+    taken: tuple[tuple[int, int], ...] = ()  # backward's arcs the aimed draws ran
+
+
+@dataclass
+class _Aiming:
+    """Draws aimed at backward's unrun arcs first, each measured, until every one has run."""
+
+    unrun: list[Unrun]
+    line: int | None  # the first line aimed at
+    aimed: int = 0  # aimed draws made
+    taken: set[tuple[int, int]] = field(default_factory=set)
+
+    def explored(self, explored: Explored) -> Explored:
+        if not self.aimed:
+            return explored
+        line = self.unrun[0].line if self.unrun else self.line
+        return replace(explored, aimed_line=line, aimed=self.aimed, reached=not self.unrun)
 
 
 def explore(
@@ -46,11 +66,13 @@ def explore(
     budget: Budget,
     inferred: bool,
     own_seconds: float,
+    branches: Branches | None = None,
 ) -> Outcome:
     """`produced` (the case's own draw's results, the first carrying what was explored) or a
     failure found on a further draw. `inferred`: a zero-config case, whose shapes nobody
     declared; `own_seconds`: what the check took on the case's own draw, the first estimate
-    of a draw's cost."""
+    of a draw's cost; `branches`: backward's branches the case's own draw ran (draws are
+    aimed first at one it left unrun, gradverify.engine.explore.aim)."""
     if context.spec.gradient != "exact":
         if budget.by_default:
             return Outcome(produced)
@@ -67,12 +89,19 @@ def explore(
     # still break a contract nobody wrote down (square, (B, N, 9)), and a default must never
     # call a correct Function wrong.
     shapes = inferred and not budget.by_default
-    for draw in draws(case, context.spec, context.seed, budget.draws, shapes):
+    unrun = unrun_arcs(context.target, case, branches)
+    aiming = _Aiming(unrun, unrun[0].line if unrun else None)
+    for draw in _ordered(context, case, budget, shapes, aiming):
         over = time.perf_counter() - started + cost > budget.seconds
         if over and (draw.number > budget.first_draws or budget.seconds <= 0):
-            return _ran_out(produced, tried, budget)
+            return _ran_out(produced, tried, budget, aiming)
         began = time.perf_counter()
-        found, draw = _found(context, case, draw)
+        if draw.kind.startswith(AIMED):
+            with measuring(context.target) as measured:
+                found, draw = _found(context, case, draw)
+            _reached(aiming, measured())
+        else:
+            found, draw = _found(context, case, draw)
         cost, tried = time.perf_counter() - began, draw.number
         if found is not None:
             margin = KINK_MARGIN_EPS * context.spec.tolerance.eps
@@ -82,9 +111,38 @@ def explore(
             )
             shrunk = shrinker.shrink(found)
             reported = _reported(context, case, draw, shrunk, budget.draws)
-            explored = _explored(budget, tried, ran_out=False, found=True)
-            return Outcome(_replaced(produced, replace(reported, explored=explored)))
-    return Outcome(_carrying(produced, _explored(budget, tried, ran_out=False, found=False)))
+            explored = aiming.explored(_explored(budget, tried, ran_out=False, found=True))
+            taken = tuple(sorted(aiming.taken))
+            return Outcome(_replaced(produced, replace(reported, explored=explored)), (), taken)
+    explored = aiming.explored(_explored(budget, tried, ran_out=False, found=False))
+    return Outcome(_carrying(produced, explored), (), tuple(sorted(aiming.taken)))
+
+
+def _ordered(
+    context: CaseContext, case: Case, budget: Budget, shapes: bool, aiming: _Aiming
+) -> Iterator[Draw]:
+    """The budget's draws: those aimed at an unrun arc first (at most half of them, at least
+    two), while one is unrun, then the usual ones; numbered in the order made."""
+    number = 0
+    if aiming.unrun:
+        most = min(budget.draws, max(2, budget.draws // 2))
+        for _, draw in aimed_draws(case, context.spec, context.seed, aiming.unrun, most):
+            if not aiming.unrun:
+                break  # every arc aimed at has run: the usual draws from here
+            number += 1
+            aiming.aimed += 1
+            yield replace(draw, number=number)
+    rest = budget.draws - number
+    for draw in draws(case, context.spec, context.seed, rest, shapes):
+        yield replace(draw, number=number + draw.number)
+
+
+def _reached(aiming: _Aiming, branches: Branches | None) -> None:
+    """The arcs a measured draw ran; an unrun arc among them is aimed at no more."""
+    if branches is None:
+        return
+    aiming.taken.update(branches.taken)
+    aiming.unrun[:] = [unrun for unrun in aiming.unrun if unrun.arc not in aiming.taken]
 
 
 def _found(context: CaseContext, case: Case, draw: Draw) -> tuple[Found | None, Draw]:
@@ -153,17 +211,19 @@ def _explored(budget: Budget, tried: int, ran_out: bool, found: bool) -> Explore
     )
 
 
-def _ran_out(produced: list[Result], tried: int, budget: Budget) -> Outcome:
+def _ran_out(produced: list[Result], tried: int, budget: Budget, aiming: _Aiming) -> Outcome:
     """The case's own results, saying how far the search got; a note where the draws were
     asked for (`explore: N`): the default budget running out is the rule, not news."""
-    carried = _carrying(produced, _explored(budget, tried, ran_out=True, found=False))
+    explored = aiming.explored(_explored(budget, tried, ran_out=True, found=False))
+    carried = _carrying(produced, explored)
+    taken = tuple(sorted(aiming.taken))
     if budget.by_default:
-        return Outcome(carried)
+        return Outcome(carried, (), taken)
     note = (
         f"--explore: {tried} of {budget.draws} further draws tried before its time budget "
         f"({budget.seconds:.3g} s, half the case's timeout) ran out; none failed"
     )
-    return Outcome(carried, (note,))
+    return Outcome(carried, (note,), taken)
 
 
 def _carrying(produced: list[Result], explored: Explored) -> list[Result]:
