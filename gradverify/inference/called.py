@@ -57,7 +57,10 @@ def helper_points(functions: Iterable[Any]) -> BranchPoints:
     """The branch points of the functions `functions` (forward, backward) call, one to
     DEPTH levels down, within their package: the literals their comparisons and clamps
     read, and what the names they compare with hold as module constants or defaults."""
-    helpers = called_helpers(functions)
+    try:
+        helpers = called_helpers(functions)
+    except (RecursionError, ValueError, OSError):  # a tree too deep, an unwrap cycle
+        return BranchPoints()
     points = branch_points(*(helper.node for helper in helpers))
     extra: set[float] = set()
     for helper in helpers:

@@ -58,6 +58,25 @@ def test_zero_config_crosses_a_branch_only_a_called_function_holds(
     assert failures(runs.zero_config(f"{MODULE}:{correct}", seed=0)) == []
 
 
+READ_NOT_IMPORTED = """
+import sys
+from gradverify.examples.triton_kernels import TritonSiLUDroppedTerm as f
+from gradverify.inference.called import helper_points
+print(helper_points((f.forward, f.backward)).magnitudes)
+print("triton" in sys.modules, "gradverify.examples.triton_kernels.silu" in sys.modules)
+"""
+
+
+def test_a_kernel_module_is_read_from_its_file_never_imported() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", READ_NOT_IMPORTED], capture_output=True, text=True, timeout=120
+    )
+
+    magnitudes, modules = done.stdout.splitlines()
+    assert magnitudes == "(1.0,)"  # silu_backward_dropped_term's x < -1.0
+    assert modules == "False False"  # neither triton nor the kernels' module
+
+
 def _triton_zero_config(name: str) -> dict[str, object]:
     """`gradverify check` on a Triton example with no spec, under Triton's interpreter."""
     target = f"gradverify.examples.triton_kernels:{name}"
