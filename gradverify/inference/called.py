@@ -40,7 +40,7 @@ class ModuleSyntax:
 
     name: str
     package: str  # where its relative imports start
-    functions: dict[str, FunctionNode]
+    functions: dict[str, FunctionNode]  # a class's methods as `Class.method`
     imports: dict[str, tuple[str, str | None]]  # alias -> (module, attribute or None)
     constants: dict[str, float]
 
@@ -184,6 +184,9 @@ def _resolve(
             return None
         source, attribute = imports[callee.id]
         return _function_of(source, attribute, roots) if attribute else None
+    method = f"{callee.id}.{parts[0]}"
+    if len(parts) == 1 and method in module.functions and callee.id not in imports:
+        return Helper(module.functions[method], module)
     if callee.id not in imports:
         return None
     source, attribute = imports[callee.id]
@@ -272,6 +275,10 @@ def _parsed(module_name: str, path: str, stamp: int) -> ModuleSyntax | None:
     for statement in _top_level(tree.body):
         if isinstance(statement, FunctionNode):
             functions[statement.name] = statement
+        elif isinstance(statement, ast.ClassDef):  # `Knee._grad(x, g)`: a class's own helper
+            for method in statement.body:
+                if isinstance(method, FunctionNode):
+                    functions[f"{statement.name}.{method.name}"] = method
         elif isinstance(statement, ast.Import | ast.ImportFrom):
             imports.update(_imported(statement, package))
         elif isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:

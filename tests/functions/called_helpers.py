@@ -55,6 +55,47 @@ class HelperKneeFlat(torch.autograd.Function):
         return _knee_grad_flat(x, grad_output)
 
 
+class MethodKnee(torch.autograd.Function):
+    """The knee, its gradient in a static method of its own that backward calls."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return MethodKnee._knee(x)
+
+    @staticmethod
+    def _knee(x: torch.Tensor) -> torch.Tensor:
+        return torch.where(x < -2.0, -2.0 + 0.1 * (x + 2.0), x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return MethodKnee._knee_grad(x, grad_output)
+
+    @staticmethod
+    def _knee_grad(x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        return torch.where(x < -2.0, 0.1 * grad, grad)
+
+
+class MethodKneeFlat(torch.autograd.Function):
+    """MethodKnee whose static gradient method forgets the knee: wrong only below x = -2."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return MethodKnee._knee(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return MethodKneeFlat._flat_grad(x, grad_output)
+
+    @staticmethod
+    def _flat_grad(x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """Bug: forgets the knee: the slope is 1 below -2 too."""
+        return grad * torch.ones_like(x)
+
+
 def _grid(count: int) -> tuple[int]:
     return (count,)
 

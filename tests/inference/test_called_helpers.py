@@ -45,7 +45,11 @@ def test_a_kernel_named_by_a_string_and_launched_with_a_grid_is_followed() -> No
 
 @pytest.mark.parametrize(
     ("buggy", "correct"),
-    [("HelperKneeFlat", "HelperKnee"), ("KernelSiLUDroppedTerm", "KernelSiLU")],
+    [
+        ("HelperKneeFlat", "HelperKnee"),
+        ("MethodKneeFlat", "MethodKnee"),
+        ("KernelSiLUDroppedTerm", "KernelSiLU"),
+    ],
 )
 def test_zero_config_crosses_a_branch_only_a_called_function_holds(
     buggy: str, correct: str
