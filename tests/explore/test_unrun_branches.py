@@ -123,3 +123,21 @@ def test_the_goals_read_from_the_if_test():
         assert unrun.line == body
         [goal] = unrun.goals
         assert (goal.index, goal.side, goal.literal) == (index, side, literal)
+
+
+def test_every_element_past_the_literal_reaches_an_all_and_its_elif(tmp_path: Path):
+    """SignedSquare's `if (x > 0).all()` / `elif (x < 0).all()`: a case of both signs runs
+    neither; the aimed draws put every element on one side, then the other."""
+    spec = tmp_path / "signed.yaml"
+    spec.write_text(
+        "target: tests.functions.report_claims:SignedSquare\n"
+        "cases: [{name: mixed, inputs: [{shape: [6], low: -1.0, high: 1.0}]}]\n",
+        encoding="utf-8",
+    )
+    code, report = check(str(spec), "--explore", "0")
+    assert code == ExitCode.OK and len(report["branch_coverage"][0]["never"]) == 2
+    code, report = check(str(spec))
+    assert code == ExitCode.OK
+    assert explored(report)["reached"]
+    [coverage] = report["branch_coverage"]
+    assert coverage["never"] == [] and coverage["run"] == coverage["branches"] == 4
