@@ -22,13 +22,17 @@ import ast
 import functools
 import inspect
 import sys
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.source import BranchPoints, branch_points
+from gradverify.inference.dataflow import Sources, flow_of, local_sources, sources_in
+from gradverify.inference.source import BranchPoints, branch_points, literal_comparisons
 from gradverify.target.syntax import FunctionNode, parsed_function
+
+if TYPE_CHECKING:
+    from gradverify.target.loaded import Target
 
 DEPTH = 3  # levels of calls followed below forward and backward
 MOST = 32  # functions followed at most, for one target
@@ -47,30 +51,49 @@ class ModuleSyntax:
 
 @dataclass(frozen=True)
 class Helper:
-    """A function followed from forward or backward, and the module it is defined in."""
+    """A function followed from forward or backward, the module it is defined in, and the
+    Function's parameters each of its names derives from, where the calls show it."""
 
     node: FunctionNode
     module: ModuleSyntax
+    derived: dict[str, Sources] = field(default_factory=dict)
 
 
-def helper_points(functions: Iterable[Any]) -> BranchPoints:
-    """The branch points of the functions `functions` (forward, backward) call, one to
-    DEPTH levels down, within their package: the literals their comparisons and clamps
-    read, and what the names they compare with hold as module constants or defaults."""
+def helper_points(forward: Any, backward: Any, parameters: Sequence[str]) -> BranchPoints:
+    """The branch points of the functions forward and backward call, one to DEPTH levels
+    down, within their package: the literals their comparisons and clamps read, and what
+    the names they compare with hold as module constants or defaults; each literal also
+    by the parameters of forward what it is compared with derives from (`by_input`)."""
     try:
-        helpers = called_helpers(functions)
+        helpers = called_helpers(forward, backward, parameters)
     except (RecursionError, ValueError, OSError):  # a tree too deep, an unwrap cycle
         return BranchPoints()
     points = branch_points(*(helper.node for helper in helpers))
     extra: set[float] = set()
+    by_input: set[tuple[str, float]] = set()
     for helper in helpers:
         defaults = _number_defaults(helper.node)
         for name in points.names:
             value = defaults.get(name, helper.module.constants.get(name))
             if value is not None:
                 extra.add(abs(value))
+        for operands, size in literal_comparisons(helper.node):
+            for operand in operands:
+                by_input |= {(name, size) for name in sources_in(operand, helper.derived)}
     magnitudes = tuple(sorted(set(points.magnitudes) | extra))
-    return BranchPoints(magnitudes, points.names, points.strings)
+    return BranchPoints(magnitudes, points.names, points.strings, frozenset(by_input))
+
+
+def target_points(target: Target) -> BranchPoints:
+    """helper_points of a target's forward and backward (a plain callable's own); none for
+    an op, whose kernel has no Python source to follow."""
+    if target.op is not None:
+        return BranchPoints()
+    if not target.is_function:
+        return helper_points(target.obj, None, tuple(target.parameters))
+    forward = getattr(target.obj, "forward", None)
+    backward = getattr(target.obj, "backward", None)
+    return helper_points(forward, backward, tuple(target.parameters))
 
 
 def merged(first: BranchPoints, second: BranchPoints) -> BranchPoints:
@@ -78,15 +101,18 @@ def merged(first: BranchPoints, second: BranchPoints) -> BranchPoints:
         tuple(sorted(set(first.magnitudes) | set(second.magnitudes))),
         first.names | second.names,
         first.strings | second.strings,
+        first.by_input | second.by_input,
     )
 
 
-def called_helpers(functions: Iterable[Any]) -> tuple[Helper, ...]:
-    """The functions `functions` call, breadth first, each once, at most MOST of them."""
+def called_helpers(forward: Any, backward: Any, parameters: Sequence[str]) -> tuple[Helper, ...]:
+    """The functions forward and backward call, breadth first, each once, at most MOST."""
     frontier: list[Helper] = []
     roots: set[str] = set()
-    for function in functions:
-        start = _start(function)
+    flow = flow_of(forward, backward, tuple(parameters))
+    forward_names = {name: frozenset({name}) for name in parameters} | flow.derived
+    for function, given in ((forward, forward_names), (backward, flow.derived_backward)):
+        start = _start(function, given)
         if start is not None:
             frontier.append(start)
             roots.add(start.module.name.partition(".")[0])
@@ -112,13 +138,15 @@ def called_helpers(functions: Iterable[Any]) -> tuple[Helper, ...]:
     return tuple(found)
 
 
-def _start(function: Any) -> Helper | None:
+def _start(function: Any, given: dict[str, Sources]) -> Helper | None:
     if function is None:
         return None
     node = parsed_function(function)
     module_name = getattr(inspect.unwrap(function), "__module__", None)
     module = syntax(module_name) if isinstance(module_name, str) else None
-    return Helper(node, module) if node is not None and module is not None else None
+    if node is None or module is None:
+        return None
+    return Helper(node, module, local_sources(node, given))
 
 
 def _callees(
@@ -148,9 +176,27 @@ def _callees(
         for callee in _launched(node.func):
             resolved = _resolve(callee, helper.module, imports, roots)
             if resolved is not None:
-                yield resolved
+                given = _given(resolved.node, node, helper.derived)
+                yield replace(resolved, derived=local_sources(resolved.node, given))
             elif isinstance(callee, ast.Attribute) and isinstance(node.func, ast.Subscript):
                 loose.add(callee.attr)  # `kernels.silu_forward[grid]`: kernels a variable
+
+
+def _given(callee: FunctionNode, call: ast.Call, derived: dict[str, Sources]) -> dict[str, Sources]:
+    """What each parameter of `callee` derives from, by what `call` passes it (a kernel's
+    pointer by the tensor passed in its place)."""
+    arguments = callee.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    given: dict[str, Sources] = {}
+    for parameter, argument in zip(positional, call.args, strict=False):
+        if isinstance(argument, ast.Starred):
+            break
+        given[parameter.arg] = sources_in(argument, derived)
+    names = {parameter.arg for parameter in [*positional, *arguments.kwonlyargs]}
+    for keyword in call.keywords:
+        if keyword.arg in names:
+            given[keyword.arg] = sources_in(keyword.value, derived)
+    return given
 
 
 def _launched(func: ast.expr) -> list[ast.expr]:

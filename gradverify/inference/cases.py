@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.called import helper_points, merged
+from gradverify.inference.called import merged, target_points
 from gradverify.inference.choice import (
     LITERAL,
     NUMBER,
@@ -142,7 +142,7 @@ def _combined(base: Sequence[Choice], kept: Sequence[Case]) -> Iterator[Candidat
 
 def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
     """Each extra case to probe, the most telling first."""
-    points = merged(branch_points(*_own_methods(target)), helper_points(_own_methods(target)))
+    points = merged(branch_points(*_own_methods(target)), target_points(target))
     for label, choices in unstructured(base):  # a finding only here is the contract's
         yield Candidate(label, choices)
     yield from _defaults(base)
@@ -189,6 +189,24 @@ def _wide(target: Target, base: Sequence[Choice], points: BranchPoints) -> Itera
         for c in base
     ]
     yield Candidate(f"{first.name} {list(shape)} in [{low:g}, {high:g}]", widened, bounded=True)
+    yield from _wide_others(base, points, first)
+
+
+def _wide_others(
+    base: Sequence[Choice], points: BranchPoints, first: Choice
+) -> Iterator[Candidate]:
+    """Each other floating tensor a called helper or kernel compares with a literal past
+    [-1, 1] (by what the helper's compared values derive from), drawn past it in its own
+    case: a tensor shaped unlike the first is not widened with it."""
+    for index, choice in enumerate(base):
+        sizes = [size for name, size in points.by_input if name == choice.name and size <= REACH]
+        if not sizes or max(sizes) < 1 or not is_float_tensor(choice) or _like(choice, first):
+            continue
+        high = 2 * max(sizes) + 1
+        low = choice.low if choice.low > 0 else -high
+        changed = replace(choice, low=low, high=high)
+        label = f"{choice.name} {list(choice.shape)} in [{low:g}, {high:g}]"
+        yield Candidate(label, _with(base, index, changed), bounded=True)
 
 
 def _literals(target: Target, base: Sequence[Choice], points: BranchPoints) -> tuple[float, ...]:

@@ -80,6 +80,20 @@ def flow_of(forward: Any, backward: Any, parameters: tuple[str, ...]) -> Flow:
     return Flow(parameters, forward_node, backward_node, derived, in_backward, arguments)
 
 
+def local_sources(function: FunctionNode, given: dict[str, Sources]) -> dict[str, Sources]:
+    """What each name of `function` (a helper forward or backward calls) derives from, its
+    parameters deriving from `given` (`_grad(x, g)` called with x from forward's `x`)."""
+    derived = dict(given)
+    for statement in _statements(function.body):
+        _assign(statement, set(), derived)
+    return derived
+
+
+def sources_in(node: ast.AST, derived: dict[str, Sources]) -> Sources:
+    """The parameters an expression derives from, by what its names derive from."""
+    return _sources(node, set(), derived)
+
+
 def reads_shape(node: ast.AST) -> bool:
     """An operand that reads a shape or metadata, not a value: `x.dim()`, `x.size(0)`,
     `len(x)`, `x.shape[-1]`, `x.ndim`, `x.dtype`, `x.device`, `x.is_floating_point()`."""

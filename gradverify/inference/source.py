@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -242,6 +243,8 @@ class BranchPoints:
     names: frozenset[str] = field(default_factory=frozenset)
     # (name, text) for each string a name is compared with: `reduction == "sum"`
     strings: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    # (parameter, size) for a literal a called helper compares what derives from it with
+    by_input: frozenset[tuple[str, float]] = field(default_factory=frozenset)
 
 
 def branch_points(*functions: Any) -> BranchPoints:
@@ -272,6 +275,20 @@ def branch_points(*functions: Any) -> BranchPoints:
                     elif isinstance(inner, ast.Attribute):
                         names.add(inner.attr)
     return BranchPoints(tuple(sorted(found)), frozenset(names), frozenset(strings))
+
+
+def literal_comparisons(node: FunctionNode) -> Iterator[tuple[list[ast.AST], float]]:
+    """Each number literal a comparison or clamp-like call of `node` reads (as branch_points
+    does), with the operands it is read among."""
+    skipped = _shape_literals(node)
+    for child in own_nodes(node):
+        operands = _compared(child)
+        for operand in operands:
+            for inner in ast.walk(operand):
+                value = inner.value if isinstance(inner, ast.Constant) else None
+                number = isinstance(value, int | float) and not isinstance(value, bool)
+                if number and id(inner) not in skipped:
+                    yield operands, abs(float(value))  # type: ignore[arg-type]
 
 
 def _compared_strings(compare: ast.Compare) -> set[tuple[str, str]]:

@@ -141,3 +141,55 @@ class KernelSiLUDroppedTerm(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
         return _launch_backward(ctx, grad_output, "silu_backward_dropped_term")
+
+
+def _gate(t: torch.Tensor) -> torch.Tensor:
+    return torch.where(t < -2.0, -2.0 + 0.1 * (t + 2.0), t)
+
+
+def _gate_slope(t: torch.Tensor) -> torch.Tensor:
+    return torch.where(t < -2.0, torch.full_like(t, 0.1), torch.ones_like(t))
+
+
+def _gate_slope_flat(t: torch.Tensor) -> torch.Tensor:
+    """Bug: forgets the knee: the slope is 1 below -2 too."""
+    return torch.ones_like(t)
+
+
+class ColumnGate(torch.autograd.Function):
+    """y = x * gate(t): x (N, M), t (M,) one gate per column, with a knee at t = -2 in a
+    helper that only `t` reaches (t is shaped unlike x, so x's wide case does not widen it).
+
+    Args:
+        x: (N, M)
+        t: (M,)
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, t)
+        return x * _gate(t)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, t = ctx.saved_tensors
+        return grad_output * _gate(t), (grad_output * x).sum(0) * _gate_slope(t)
+
+
+class ColumnGateFlat(torch.autograd.Function):
+    """ColumnGate whose backward forgets the knee in t's gradient: wrong only below t = -2.
+
+    Args:
+        x: (N, M)
+        t: (M,)
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, t)
+        return x * _gate(t)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, t = ctx.saved_tensors
+        return grad_output * _gate(t), (grad_output * x).sum(0) * _gate_slope_flat(t)

@@ -30,17 +30,17 @@ def test_a_helper_s_comparison_is_a_branch_point_the_function_s_own_source_lacks
     knee = functions.HelperKneeFlat
 
     assert branch_points(knee.forward, knee.backward).magnitudes == ()
-    assert helper_points((knee.forward, knee.backward)).magnitudes == (2.0,)
+    assert helper_points(knee.forward, knee.backward, ("x",)).magnitudes == (2.0,)
 
 
 def test_a_kernel_named_by_a_string_and_launched_with_a_grid_is_followed() -> None:
     dropped = functions.KernelSiLUDroppedTerm
 
-    followed = {h.node.name for h in called_helpers((dropped.forward, dropped.backward))}
+    followed = {h.node.name for h in called_helpers(dropped.forward, dropped.backward, ("x",))}
 
     assert {"silu_forward", "silu_backward_dropped_term", "_launch_backward"} <= followed
     assert "silu_backward" not in followed  # only the kernel this backward names
-    assert helper_points((dropped.forward, dropped.backward)).magnitudes == (2.0,)
+    assert helper_points(dropped.forward, dropped.backward, ("x",)).magnitudes == (2.0,)
 
 
 @pytest.mark.parametrize(
@@ -62,11 +62,28 @@ def test_zero_config_crosses_a_branch_only_a_called_function_holds(
     assert failures(runs.zero_config(f"{MODULE}:{correct}", seed=0)) == []
 
 
+def test_a_helper_s_literal_is_mapped_to_the_input_its_compared_value_derives_from() -> None:
+    gate = functions.ColumnGateFlat
+
+    points = helper_points(gate.forward, gate.backward, ("x", "t"))
+
+    assert points.by_input == frozenset({("t", 2.0)})  # _gate(t), t from ctx.saved_tensors
+
+
+def test_zero_config_widens_an_input_shaped_unlike_the_first_when_a_helper_compares_it() -> None:
+    found = failures(runs.zero_config(f"{MODULE}:ColumnGateFlat", seed=0))
+
+    assert found, "the bug below t = -2 was missed"
+    assert {name for _, name in found} == {"t"}
+    assert all("t [4] in [-5, 5]" in case for case, _ in found)
+    assert failures(runs.zero_config(f"{MODULE}:ColumnGate", seed=0)) == []
+
+
 READ_NOT_IMPORTED = """
 import sys
 from gradverify.examples.triton_kernels import TritonSiLUDroppedTerm as f
 from gradverify.inference.called import helper_points
-print(helper_points((f.forward, f.backward)).magnitudes)
+print(helper_points(f.forward, f.backward, ('x',)).magnitudes)
 print("triton" in sys.modules, "gradverify.examples.triton_kernels.silu" in sys.modules)
 """
 
