@@ -12,15 +12,17 @@ Importing this module never imports torch.
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.called import Helper, called_helpers
 from gradverify.inference.choice import NUMBER, POSITIVE, Choice, is_float_tensor
-from gradverify.inference.dataflow import Flow, called_name, reads_shape, target_flow
+from gradverify.inference.dataflow import Flow, called_name, reads_shape, sources_in, target_flow
 from gradverify.inference.extra import Extra
-from gradverify.target.syntax import own_nodes
+from gradverify.target.syntax import FunctionNode, own_nodes
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -42,21 +44,48 @@ ABOVE, BELOW, SMALL = (2.0, 3.0), (-3.0, -2.0), (0.01, 0.1)
 SHAPE_NAMES = frozenset({"dim", "axis", "dims", "keepdim", "n", "k"})
 
 
-def compared_groups(flow: Flow, compares: bool = True, calls: bool = True) -> list[frozenset[str]]:
-    """Each set of two or more parameters that one comparison of forward or backward
-    reads together (`q < 0` with q from p and h: {p, h}), or with `calls` one clamp-like
-    call (`torch.maximum(x, t)`, `x.clamp(lo, hi)`); comparisons of shapes left out."""
+def compared_groups(
+    flow: Flow, compares: bool = True, calls: bool = True, helpers: Sequence[Helper] = ()
+) -> list[frozenset[str]]:
+    """Each set of two or more parameters that one comparison of forward or backward (or
+    of a function they call, `helpers`) reads together (`q < 0` with q from p and h:
+    {p, h}), or with `calls` one clamp-like call (`torch.maximum(x, t)`, `x.clamp(lo, hi)`);
+    comparisons of shapes left out."""
     groups: list[frozenset[str]] = []
-    for function, in_backward in flow.functions():
+    readers: list[tuple[FunctionNode, Callable[[ast.AST], frozenset[str]]]] = [
+        (function, functools.partial(flow.sources, in_backward=in_backward))
+        for function, in_backward in flow.functions()
+    ]
+    readers += [
+        (helper.node, functools.partial(sources_in, derived=helper.derived)) for helper in helpers
+    ]
+    for function, sources in readers:
         for node in own_nodes(function):
             wanted = compares if isinstance(node, ast.Compare) else calls
             operands = _operands(node) if wanted else []
             if not operands or any(reads_shape(operand) for operand in operands):
                 continue
-            together = frozenset().union(*(flow.sources(o, in_backward) for o in operands))
+            together = frozenset().union(*(sources(o) for o in operands))
             if len(together) > 1 and together not in groups:
                 groups.append(together)
     return groups
+
+
+def target_helpers(target: Target) -> tuple[Helper, ...]:
+    """The functions a Function's forward and backward call (gradverify.inference.called)."""
+    if target.op is not None or not target.is_function:
+        return ()
+    forward = getattr(target.obj, "forward", None)
+    backward = getattr(target.obj, "backward", None)
+    try:
+        return _cached_helpers(forward, backward, tuple(target.parameters))
+    except (RecursionError, ValueError, OSError):
+        return ()
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_helpers(forward: Any, backward: Any, parameters: tuple[str, ...]) -> tuple[Helper, ...]:
+    return called_helpers(forward, backward, parameters)
 
 
 def _operands(node: ast.AST) -> list[ast.AST]:
@@ -76,7 +105,8 @@ def _operands(node: ast.AST) -> list[ast.AST]:
 def compared_extents(target: Target) -> frozenset[str]:
     """The parameters named like an extent or a size that a comparison reads together
     with another input."""
-    names = {name for group in compared_groups(target_flow(target)) for name in group}
+    groups = compared_groups(target_flow(target), helpers=target_helpers(target))
+    names = {name for group in groups for name in group}
     return frozenset(name for name in names if EXTENT_NAMES.search(name))
 
 
@@ -98,14 +128,15 @@ def both_sides(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
     inference chose (`x.max() > t`): that number above the tensor's values, then below."""
     floats = {c.name: i for i, c in enumerate(base) if is_float_tensor(c)}
     seen: set[str] = set()
-    flow = target_flow(target)
+    flow, helpers = target_flow(target), target_helpers(target)
     # a clamp's bounds (clamp(-qn, qp)) are the wide case's and the bound names' to reach
-    seen |= {name for group in compared_groups(flow, compares=False) for name in group}
-    for group in compared_groups(flow, calls=False):
+    bounds = compared_groups(flow, compares=False, helpers=helpers)
+    seen |= {name for group in bounds for name in group}
+    for group in compared_groups(flow, calls=False, helpers=helpers):
         if len([name for name in floats if name in group]) == 1:
             yield from _numbers_compared(base, group, seen)
     seen = set()
-    for group in compared_groups(flow):
+    for group in compared_groups(flow, helpers=helpers):
         tensors = [name for name in floats if name in group]
         if len(tensors) < 2:
             continue

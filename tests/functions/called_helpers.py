@@ -193,3 +193,51 @@ class ColumnGateFlat(torch.autograd.Function):
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x, t = ctx.saved_tensors
         return grad_output * _gate(t), (grad_output * x).sum(0) * _gate_slope_flat(t)
+
+
+def _box_distance(p: torch.Tensor, half_extents: torch.Tensor) -> torch.Tensor:
+    """The signed distance from points `p` to the box [-half_extents, half_extents]."""
+    q = p.abs() - half_extents
+    largest = q.max(dim=-1).values
+    return torch.where(largest < 0, largest, q.clamp(min=0).norm(dim=-1))
+
+
+def _box_gradients(
+    p: torch.Tensor, half_extents: torch.Tensor, grad: torch.Tensor, inside_sign: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    q = p.abs() - half_extents
+    largest, axis = q.max(dim=-1, keepdim=True)
+    inside = torch.zeros_like(q).scatter(-1, axis, inside_sign)
+    positive = q.clamp(min=0)
+    beyond = positive / positive.norm(dim=-1, keepdim=True).clamp(min=1e-12)
+    grad_q = torch.where(largest < 0, inside, beyond) * grad[..., None]
+    return (grad_q * p.sign()).sum_to_size(p.shape), (-grad_q).sum_to_size(half_extents.shape)
+
+
+class HelperBoxSDF(torch.autograd.Function):
+    """A box's signed distance whose comparison between the inputs (`|p| - h < 0`: inside)
+    lives only in the helpers forward and backward call."""
+
+    @staticmethod
+    def forward(ctx: Any, p: torch.Tensor, half_extents: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(p, half_extents)
+        return _box_distance(p, half_extents)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        p, half_extents = ctx.saved_tensors
+        return _box_gradients(p, half_extents, grad, 1.0)
+
+
+class HelperBoxSDFInsideSign(torch.autograd.Function):
+    """HelperBoxSDF whose backward flips the sign inside the box: right outside it."""
+
+    @staticmethod
+    def forward(ctx: Any, p: torch.Tensor, half_extents: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(p, half_extents)
+        return _box_distance(p, half_extents)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        p, half_extents = ctx.saved_tensors
+        return _box_gradients(p, half_extents, grad, -1.0)

@@ -13,9 +13,12 @@ import sys
 
 import pytest
 
+from gradverify.inference.branches import compared_groups, target_helpers
 from gradverify.inference.called import called_helpers, helper_points
+from gradverify.inference.dataflow import target_flow
 from gradverify.inference.source import branch_points
 from gradverify.results import Report, Status
+from gradverify.target.loading import load_target
 from tests.functions import called_helpers as functions
 from tests.inference import runs
 
@@ -77,6 +80,22 @@ def test_zero_config_widens_an_input_shaped_unlike_the_first_when_a_helper_compa
     assert {name for _, name in found} == {"t"}
     assert all("t [4] in [-5, 5]" in case for case, _ in found)
     assert failures(runs.zero_config(f"{MODULE}:ColumnGate", seed=0)) == []
+
+
+def test_a_comparison_between_inputs_inside_a_helper_is_seen() -> None:
+    box = load_target(f"{MODULE}:HelperBoxSDF")
+
+    groups = compared_groups(target_flow(box), helpers=target_helpers(box))
+
+    assert compared_groups(target_flow(box)) == []  # forward and backward compare nothing
+    assert groups == [frozenset({"p", "half_extents"})]
+
+
+def test_zero_config_reaches_both_sides_of_a_comparison_only_a_helper_holds() -> None:
+    found = failures(runs.zero_config(f"{MODULE}:HelperBoxSDFInsideSign", seed=0))
+
+    assert ("inferred: half_extents in [2, 3]", "p") in found  # every point inside the box
+    assert failures(runs.zero_config(f"{MODULE}:HelperBoxSDF", seed=0)) == []
 
 
 READ_NOT_IMPORTED = """
