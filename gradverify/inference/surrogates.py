@@ -32,11 +32,10 @@ PASSES_THROUGH = "backward passes grad_output through"
 _UNCHANGED = frozenset({"clone", "contiguous", "view_as", "reshape_as", "detach"})
 _NUDGE = 1e-6  # each input's nudge, against which forward's move is measured
 # A class name that says backward is a surrogate: RoundSTE, StraightThroughSign,
-# GradientRerouting, SurrogateGradientSpike, NgdInterpTerms (natural gradient descent); a
-# SurrogateLoss says nothing of its gradient.
+# GradientRerouting, SurrogateGradientSpike; a SurrogateLoss says nothing of its gradient.
+# STE counts only as the capitalised acronym (Paste and Waste are no estimators).
 _SURROGATE_NAME = re.compile(
-    r"(?:^|(?<=[a-z0-9_]))(STE|Ngd)(?![a-z])|straight_?through|surrogate_?grad|rerout",
-    re.IGNORECASE,
+    r"(?:^|(?<=[a-z0-9_]))STE(?=$|[_0-9]|[A-Z][a-z])|(?i:straight_?through|surrogate_?grad|rerout)"
 )
 # A docstring that says backward gives the natural gradient (with respect to other
 # parameters than forward's, on purpose: natural gradient descent).

@@ -340,7 +340,6 @@ class FunctionSpec(_Strict):
         cases = [_case_placed(case, device, unnamed_only=True) for case in self.cases]
         return self.model_copy(update={"cases": cases})
 
-
     @field_validator("target")
     @classmethod
     def _target_form(cls, target: str | None) -> str | None:
