@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # Where forward's output is not finite on [-1, 1] (log, sqrt, a fractional power).
 POSITIVE = (0.1, 2.0)
+# The name of a zero-config run's base case; the probe draws under it too, so that the
+# values forward was tried on are the values the case is checked on.
+CASE = "inferred"
 
 TENSOR, NUMBER, LITERAL, CALLABLE = "tensor", "number", "literal", "callable"
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.choice import CASE
 from gradverify.inference.precision import cast
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
     from gradverify.spec.models import Case
 
     try:
-        case = Case.model_validate({"name": "probe", "inputs": [c.item for c in choices]})
+        case = Case.model_validate({"name": CASE, "inputs": [c.item for c in choices]})
     except ValidationError as invalid:  # a degenerate guess (low == high): a reason, not a crash
         reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in invalid.errors())
         return ProbeOutcome("forward", f"no valid inputs of this guess: {reasons}")

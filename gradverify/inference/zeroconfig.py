@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gradverify.errors import GradverifyError
-from gradverify.inference.choice import Inference
+from gradverify.inference.choice import CASE, Inference
 from gradverify.inference.from_signature import infer
 from gradverify.inference.spec_text import file_name, spec_text
 from gradverify.inference.surrogates import surrogate_note
@@ -15,8 +15,6 @@ from gradverify.spec.load import SpecEntry
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
-
-CASE = "inferred"
 
 
 class InferenceStore(Protocol):

@@ -791,3 +791,25 @@ class MeanKeepdimDividesByLast(torch.autograd.Function):
         if ctx.keepdim:
             return grad.expand(ctx.shape) / ctx.shape[-1], None, None
         return grad.unsqueeze(ctx.dim).expand(ctx.shape) / ctx.shape[ctx.dim], None, None
+
+
+# --- the probe draws what the case is checked on ---------------------------------------
+
+SEEN_BY_SQRT_SHIFTED: list[torch.Tensor] = []
+
+
+class SqrtShifted(torch.autograd.Function):
+    """sqrt(x + 0.5): NaN below -0.5, so whether a guess in [-1, 1] fits depends on the
+    values drawn. Every x forward is called with is kept in SEEN_BY_SQRT_SHIFTED."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        SEEN_BY_SQRT_SHIFTED.append(x.detach().clone())
+        y = torch.sqrt(x + 0.5)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return grad / (2 * y)
