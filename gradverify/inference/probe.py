@@ -28,6 +28,16 @@ GUESSED_KINDS = (
     "str",
     "builtin_function_or_method",
 )
+# What torch says when backward combines tensors whose sizes disagree: on a guessed shape,
+# a shape backward was not written for (a coefficient per half dim guessed at full length).
+SIZE_MISMATCH = (
+    "must match the size of tensor",
+    "shapes cannot be multiplied",
+    "size mismatch",
+    "Sizes of tensors must match",
+    "The expanded size of the tensor",
+    "is invalid for input of size",
+)
 STAGES = ("forward", "backward", "done")  # how far a probe got
 RANDOM_SEEDS = (1, 2, 3)  # forward under each: other outputs mean it draws random numbers
 
@@ -46,6 +56,10 @@ class ProbeOutcome:
     # tensor, or backward raised a TypeError (a tensor where a function belongs): a failed
     # guess, never a finding.
     misfit: bool = False
+    outputs: tuple[tuple[int, ...], ...] = ()  # the shapes of forward's tensor outputs
+    # The shape of each argument's gradient where it misfits: (index, shape) pairs.
+    gradient_shapes: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    size_error: bool = False  # backward raised a RuntimeError of sizes that disagree
 
 
 def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -> ProbeOutcome:
@@ -88,8 +102,9 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         floats = [o.detach() for o in tensors if o.is_floating_point() or o.is_complex()]
         scale = max((float(o.abs().max()) for o in floats if o.numel()), default=0.0)
         random = randomness and _random(target, arguments, tensors)
+        shapes = tuple(tuple(o.shape) for o in tensors)
         if not any(o.requires_grad for o in tensors):
-            return ProbeOutcome("done", scale=scale, random=random)
+            return ProbeOutcome("done", scale=scale, random=random, outputs=shapes)
         try:
             gradients = _gradients(target, arguments, items)
         except TypeError as error:
@@ -98,9 +113,13 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         except ValueError as error:  # `B, C = control_var` of a guessed [3, 3]: a misfit
             misfit = "values to unpack" in str(error)
             return ProbeOutcome("backward", f"backward raised {_first_line(error)}", misfit=misfit)
+        except RuntimeError as error:
+            sizes = any(text in str(error) for text in SIZE_MISMATCH)
+            line = f"backward raised {_first_line(error)}" if sizes else _first_line(error)
+            return ProbeOutcome("backward", line, size_error=sizes)
         except Exception as error:
             return ProbeOutcome("backward", _first_line(error))
-    none, wrong = [], []
+    none, wrong, misfitting = [], [], []
     for index, argument in enumerate(arguments):
         gradient = gradients[index] if index < len(gradients) else None
         if not isinstance(argument, torch.Tensor):
@@ -110,7 +129,11 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
             none.append(index)
         elif not isinstance(gradient, torch.Tensor) or gradient.shape != argument.shape:
             wrong.append(index)
-    return ProbeOutcome("done", None, tuple(none), tuple(wrong), scale, random)
+            if isinstance(gradient, torch.Tensor):
+                misfitting.append((index, tuple(gradient.shape)))
+    return ProbeOutcome(
+        "done", None, tuple(none), tuple(wrong), scale, random, False, shapes, tuple(misfitting)
+    )
 
 
 def _returns_nothing(target: Target) -> bool:

@@ -46,12 +46,16 @@ class Search:
             tried = self._probe(repair)
             if _progress(tried) > _progress(outcome):
                 choices, outcome = repair, tried
-        if outcome.stage == "forward" or outcome.misfit:
-            return None  # a misfit: the guess breaks the Function's contract, not a finding
+        if outcome.stage == "forward" or outcome.misfit or outcome.size_error:
+            # a misfit, or sizes backward cannot combine on guessed shapes: the guess breaks
+            # the Function's contract, not a finding (another guess may fit)
+            return None
         if outcome.wrong_shape:
             choices, outcome = self._reshape(choices, plans, outcome)
         if outcome.wrong_shape:
             choices, outcome = self._fewer_dims(choices, outcome)
+        if outcome.wrong_shape:
+            choices, outcome = self._broadcast(choices, outcome)
         guessed = [c.name for i, c in enumerate(choices) if i in outcome.wrong_shape and
                    c.kind == NUMBER and plans[i].flexible]  # fmt: skip
         if guessed:  # a number inference chose, where backward returns a tensor gradient
@@ -106,6 +110,34 @@ class Search:
                 return trial, tried
         return choices, outcome
 
+    def _broadcast(
+        self, choices: list[Choice], outcome: ProbeOutcome
+    ) -> tuple[list[Choice], ProbeOutcome]:
+        """Gradients that misfit still, each smaller than its argument and broadcasting to
+        it (`loc` guessed [2, 3, 3], its gradient [3]): perhaps forward broadcasts the
+        argument and backward reduces its gradient, as it should. Each such argument at its
+        gradient's shape is kept where backward then fits every gradient and forward's
+        outputs are as before and larger than it: the guess was a shape forward broadcasts,
+        not a finding. A backward that forgets to expand a reduction (`x [4]` given a 0-d
+        gradient) changes forward's output at the smaller shape, and stays a finding."""
+        for index, shape in outcome.gradient_shapes:
+            choice = choices[index]
+            if choice.kind != TENSOR or not _broadcasts_to(shape, choice.shape):
+                continue
+            reason = f"forward broadcasts it; backward's gradient is {list(shape)}"
+            given = replace(choice, shape=shape, reason=reason)
+            trial = [*choices[:index], given, *choices[index + 1 :]]
+            tried = self._probe(trial)
+            if (
+                tried.stage == "done"
+                and not tried.wrong_shape
+                and not tried.misfit
+                and tried.outputs == outcome.outputs
+                and any(_broadcasts_to(shape, out) for out in tried.outputs)
+            ):
+                return trial, tried
+        return choices, outcome
+
     def _numbers_for_none(
         self, choices: list[Choice], plans: Sequence[Plan], none: Sequence[int]
     ) -> list[Choice]:
@@ -136,10 +168,25 @@ class Search:
     def _probe(self, choices: Sequence[Choice]) -> ProbeOutcome:
         self.probes += 1
         outcome = probe(self.target, choices)
-        if (outcome.stage == "forward" or outcome.misfit) and self.first_error is None:
+        failed = outcome.stage == "forward" or outcome.misfit or outcome.size_error
+        if failed and self.first_error is None:
             self.first_error = outcome.error
         self.not_finite = self.not_finite or outcome.error == NOT_FINITE
         return outcome
+
+
+def _broadcasts_to(small: tuple[int, ...], large: tuple[int, ...]) -> bool:
+    """Whether `small`, of fewer elements than `large`, broadcasts to it."""
+    if small == large or len(small) > len(large) or _size(small) >= _size(large):
+        return False
+    return all(s in (1, t) for s, t in zip(reversed(small), reversed(large), strict=False))
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    size = 1
+    for extent in shape:
+        size *= extent
+    return size
 
 
 def _flipped(choices: list[Choice], plans: Sequence[Plan]) -> list[Choice]:

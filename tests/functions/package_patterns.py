@@ -6,7 +6,10 @@ inputs or verdicts went wrong there (tests/inference/test_package_patterns.py):
   that forgot forward's factor (a bug);
 - a Function whose class name says its gradient is a surrogate;
 - callables called with two arguments, one of which must return a scalar (an implicit
-  gradient around an event function).
+  gradient around an event function);
+- a sample shifted by a loc forward broadcasts (guessed at the sample's shape), beside a
+  sum whose backward forgets to expand its gradient (a bug);
+- coefficients backward needs one per pair of dims (a size mismatch on every guess).
 """
 
 from __future__ import annotations
@@ -352,3 +355,76 @@ class PairScale(Function):
         x, coeffs = ctx.saved_tensors
         a, b = coeffs
         return grad * (a + b), torch.stack([grad * x, grad * x])
+
+
+class ShiftedGrid(Function):
+    """loc + grid @ L.T, grid a fixed ramp of `shape` (samples, rows, dim): loc [dim] is
+    broadcast over the grid, and backward sums its gradient down to [dim]. A loc guessed
+    [2, 3, 3] like the grid gets a [3] gradient: a failed guess, not a finding."""
+
+    @staticmethod
+    def forward(ctx: Any, loc: torch.Tensor, L: torch.Tensor, shape: Any) -> torch.Tensor:
+        samples, rows, dim = shape
+        count = samples * rows * dim
+        grid = torch.linspace(-1.0, 1.0, count, dtype=loc.dtype, device=loc.device)
+        grid = grid.reshape(samples, rows, dim)
+        ctx.save_for_backward(grid)
+        return loc + grid @ L.t()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+        (grid,) = ctx.saved_tensors
+        flat = grad.reshape(-1, grad.shape[-1])
+        return flat.sum(0), flat.t() @ grid.reshape(-1, grid.shape[-1]), None
+
+
+class ShiftedGridWrongLoc(ShiftedGrid):
+    """The same, loc's gradient averaged where it is summed (a bug)."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+        (grid,) = ctx.saved_tensors
+        flat = grad.reshape(-1, grad.shape[-1])
+        return flat.mean(0), flat.t() @ grid.reshape(-1, grid.shape[-1]), None
+
+
+class RowSumForgotExpand(Function):
+    """2 * x.sum(-1, keepdim=True), backward returning 2 * grad without expanding it to x's
+    shape (a bug): x at the gradient's shape gives forward's output again, yet x is not
+    broadcast there (as many elements as the output), so it stays a finding."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return 2 * x.sum(-1, keepdim=True)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return 2 * grad
+
+
+class PairedPowers(Function):
+    """x * sum_k coeffs[k] * r ** (k + 1), r = |x|² along the last dim, with one
+    coefficient per pair of dims (coeffs [D // 2], D even). Forward slices the coefficients
+    it needs; backward combines them with the powers as they are, so on a coeffs guessed
+    at another length it raises a size mismatch: a failed guess, not a finding."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, coeffs: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        if half < 2:
+            raise ValueError("PairedPowers takes four dims at least")
+        r = (x * x).sum()
+        k = torch.arange(1, half + 1, dtype=x.dtype, device=x.device)
+        ctx.save_for_backward(x, coeffs, r)
+        return x * (coeffs[:half] * r**k).sum()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, coeffs, r = ctx.saved_tensors
+        k = torch.arange(1, x.shape[-1] // 2 + 1, dtype=x.dtype, device=x.device)
+        powers = r**k
+        s = (coeffs * powers).sum()
+        slope = (coeffs * k * r ** (k - 1)).sum()
+        along = (grad * x).sum()
+        return grad * s + along * slope * 2 * x, along * powers

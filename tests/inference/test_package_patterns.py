@@ -148,3 +148,38 @@ def test_backward_unpacking_a_guessed_tensor_is_a_failed_guess() -> None:
     assert inference.ran
     assert inference.choices[1].shape[0] == 2
     assert not failed(zero_config("PairScale")[0])
+
+
+def test_a_first_argument_forward_broadcasts_takes_its_gradients_shape() -> None:
+    """loc guessed [2, 3, 3] like the grid gets a [3] gradient: loc is broadcast, so the
+    guess is retried at [3] (forward's output unchanged), never reported; a wrong loc
+    gradient at [3] still fails, and a backward that forgets to expand a sum still does."""
+    chosen = {c.name: c for c in infer(load_target(f"{FUNCTIONS}:ShiftedGrid")).choices}
+    assert chosen["loc"].shape == (3,)
+    assert chosen["shape"].value == (2, 3, 3)
+    assert not failed(zero_config("ShiftedGrid")[0])
+    assert "finite_difference" in failed(zero_config("ShiftedGridWrongLoc")[0])
+    inference = infer(load_target(f"{FUNCTIONS}:RowSumForgotExpand"))
+    assert not inference.ran
+    assert "backward" in failed(zero_config("RowSumForgotExpand")[0])
+
+
+def _spec_run(name: str, inputs: list[dict[str, object]]) -> Report:
+    spec = FunctionSpec.model_validate(
+        {"target": f"{FUNCTIONS}:{name}", "cases": [{"name": "c", "inputs": inputs}]}
+    )
+    return session.run([SpecEntry(spec=spec, file=None)], RunOptions(isolation=False, cache=False))
+
+
+def test_sizes_backward_cannot_combine_on_every_guess_leave_the_target_without_inputs() -> None:
+    """coeffs guessed at x's length, where backward needs one per pair of dims: a size
+    mismatch on guessed shapes is a failed guess, so the target is without inputs with the
+    reason (not ✗); a user's spec keeps its verdict either way."""
+    target = load_target(f"{FUNCTIONS}:PairedPowers")
+    outcome = probe(target, [Choice("x", TENSOR, (4,)), Choice("coeffs", TENSOR, (4,))])
+    assert (outcome.stage, outcome.size_error) == ("backward", True)
+    inference = infer(target)
+    assert not inference.ran
+    assert inference.stopped is not None and "must match the size" in inference.stopped
+    assert not failed(_spec_run("PairedPowers", [{"shape": [4]}, {"shape": [2]}]))
+    assert "backward" in failed(_spec_run("PairedPowers", [{"shape": [4]}, {"shape": [4]}]))
