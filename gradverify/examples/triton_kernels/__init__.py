@@ -80,16 +80,12 @@ class TritonSiLU(torch.autograd.Function):
         return _silu_backward(ctx, grad_output, "silu_backward")
 
 
-class TritonSiLUDroppedTerm(torch.autograd.Function):
-    """The same forward; the backward kernel drops x * s * (1 - s) wherever x < -1.
+class TritonSiLUDroppedTerm(TritonSiLU):
+    """TritonSiLU's forward; the backward kernel drops x * s * (1 - s) wherever x < -1.
 
     Bug: the gradient of x (argument 0) is sigmoid(x) below -1 instead of
     sigmoid(x) * (1 + x * (1 - sigmoid(x))): off by up to 0.22 near x = -1.28.
     """
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        return _silu_forward(ctx, x)
 
     @staticmethod
     @once_differentiable
