@@ -207,6 +207,7 @@ def _flat(target: Target, choices: Sequence[Choice], positions: tuple[int, ...])
 
     from gradverify.inference.precision import cast
     from gradverify.inputs import build_inputs
+    from gradverify.numerics import seeded
     from gradverify.spec.models import Case
 
     case = Case.model_validate({"name": "nudge", "inputs": [c.item for c in choices]})
@@ -221,11 +222,11 @@ def _flat(target: Target, choices: Sequence[Choice], positions: tuple[int, ...])
     if not moved:
         return False
     before = _outputs(target, arguments)
-    generator = torch.Generator().manual_seed(0)
+    generator = seeded.generator(0)
     for i in moved:
         tensor = arguments[i].detach()
-        direction = torch.rand(tensor.shape, generator=generator, dtype=tensor.dtype)
-        arguments[i] = tensor + _NUDGE * (direction.to(tensor.device) + 0.5)
+        direction = seeded.uniform(tensor.shape, generator, tensor.device, tensor.dtype)
+        arguments[i] = tensor + _NUDGE * (direction + 0.5)
     after = _outputs(target, arguments)
     if not before or len(before) != len(after):
         return False
