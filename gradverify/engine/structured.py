@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from gradverify.inputs import fresh_copies
+from gradverify.numerics import seeded
 from gradverify.results import Result, Status
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
 from gradverify.target.loaded import Target
@@ -90,11 +91,9 @@ def _agreeing(
     directions = list(_directions(point, structure))
     if not directions or len(directions) > MOST_DIRECTIONS:
         return None
-    generator = torch.Generator(device="cpu").manual_seed(0)
+    generator = seeded.generator(0)
     outputs = _floats(target.call(*leaves))
-    weights = [
-        torch.rand(o.shape, generator=generator, dtype=o.dtype).to(o.device) for o in outputs
-    ]
+    weights = [seeded.uniform(o.shape, generator, o.device, o.dtype) for o in outputs]
     if not outputs:
         return None
     total = sum((o * w).sum() for o, w in zip(outputs, weights, strict=True))
