@@ -25,12 +25,12 @@ from gradverify.inference.choice import LITERAL, TENSOR, Choice, is_float_tensor
 from gradverify.inference.probe import probe
 from gradverify.record.cases import RecordedCase
 from gradverify.record.readable import readable
+from gradverify.spec.models import FLOATING_DTYPES
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
 
 KEPT = "kept"  # a choice inference leaves as it is: a constant, index values, a complex tensor
-FLOATING = frozenset({"float16", "half", "bfloat16", "float32", "float", "float64", "double"})
 
 
 @dataclass(frozen=True)
@@ -127,13 +127,13 @@ def _choice(name: str, item: Any) -> Choice:
     it), a literal; anything else is kept as recorded (floats made float64 alike)."""
     if not isinstance(item, dict):
         return Choice(name, LITERAL, value=item)
-    if item.get("dtype") in FLOATING and "shape" in item:
+    if item.get("dtype") in FLOATING_DTYPES and "shape" in item:
         return Choice(
             name, TENSOR, tuple(item["shape"]), low=item.get("low", -1.0),
             high=item.get("high", 1.0), requires_grad=item.get("requires_grad", True),
             structure=item.get("structure"),
         )  # fmt: skip
-    if item.get("dtype") in FLOATING:
+    if item.get("dtype") in FLOATING_DTYPES:
         item = {**item, "dtype": "float64"}
     return Kept(name, KEPT, kept=item)
 
@@ -174,7 +174,7 @@ def _dims_kept(target: Target, base: Sequence[Choice]) -> Iterator[tuple[str, li
 
 
 def _floating(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("dtype") in FLOATING
+    return isinstance(item, dict) and item.get("dtype") in FLOATING_DTYPES
 
 
 def _name(names: Sequence[str], index: int) -> str:
