@@ -82,12 +82,17 @@ def _is_literal(value: Any) -> bool:
     return value is None or isinstance(value, bool | int | float | str)
 
 
+def argument_label(parameters: Sequence[str], index: int) -> str:
+    """The parameter at `index`, or `argument N` past forward's named parameters."""
+    return parameters[index] if index < len(parameters) else f"argument {index}"
+
+
 def unwritable(arguments: Sequence[Argument], parameters: Sequence[str]) -> str | None:
     """Why no spec can give one of `arguments` (the first such), or None."""
     for index, argument in enumerate(arguments):
         if argument.other is None:
             continue
-        label = parameters[index] if index < len(parameters) else f"argument {index}"
+        label = argument_label(parameters, index)
         if argument.function:
             return (
                 f"{label} is a {argument.other}: a spec gives a callable as "
@@ -116,7 +121,7 @@ def recorded_case(
     inputs: list[Any] = []
     notes: list[str] = []
     for index, argument in enumerate(arguments):
-        label = parameters[index] if index < len(parameters) else f"argument {index}"
+        label = argument_label(parameters, index)
         note = f"{label}: {argument.describe()}"
         if argument.tensor is not None:
             constant = index in constants and argument.tensor.values is not None

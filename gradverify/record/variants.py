@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gradverify.inference.cases import DIM_NAMES, widened
 from gradverify.inference.choice import LITERAL, TENSOR, Choice, is_float_tensor
 from gradverify.inference.probe import probe
-from gradverify.record.cases import RecordedCase
+from gradverify.record.cases import RecordedCase, argument_label
 from gradverify.record.readable import readable
 from gradverify.spec.models import FLOATING_DTYPES
 
@@ -59,7 +59,9 @@ def without_gradient(
     ]
     if not promoted:
         return frozenset()
-    choices = [Kept(_name(names, i), KEPT, kept=item) for i, item in enumerate(case.inputs)]
+    choices = [
+        Kept(argument_label(names, i), KEPT, kept=item) for i, item in enumerate(case.inputs)
+    ]
     try:
         outcome = probe(target, choices)
     except Exception:  # an input no tensor can be built from: every gradient is asked for
@@ -83,7 +85,7 @@ def added_cases(
     added = [_end_case(case, names, i, value) for i, values in ends.items() for value in values]
     if not infer or not all(device_free(item) for item in case.inputs):
         return added  # probes run here, on the CPU: a recorded cuda case keeps its own device
-    base = [_choice(_name(names, i), item) for i, item in enumerate(case.inputs)]
+    base = [_choice(argument_label(names, i), item) for i, item in enumerate(case.inputs)]
     base += _defaults_after(names, defaults, len(base))
     try:
         found = list(widened(target, base)) + list(_dims_kept(target, base))
@@ -115,10 +117,10 @@ def device_free(item: Any) -> bool:
 
 
 def _end_case(case: RecordedCase, names: Sequence[str], index: int, value: float) -> RecordedCase:
-    label = f"{_name(names, index)}={readable(value)!r}"
+    label = f"{argument_label(names, index)}={readable(value)!r}"
     inputs = [readable(value) if i == index else item for i, item in enumerate(case.inputs)]
     notes = list(case.notes)
-    notes[index] = f"{_name(names, index)}: an end of the range recorded"
+    notes[index] = f"{argument_label(names, index)}: an end of the range recorded"
     return RecordedCase(f"{case.name}: {label}", case.call, inputs, notes, {}, (), label)
 
 
@@ -175,7 +177,3 @@ def _dims_kept(target: Target, base: Sequence[Choice]) -> Iterator[tuple[str, li
 
 def _floating(item: Any) -> bool:
     return isinstance(item, dict) and item.get("dtype") in FLOATING_DTYPES
-
-
-def _name(names: Sequence[str], index: int) -> str:
-    return names[index] if index < len(names) else f"argument {index}"
