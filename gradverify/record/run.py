@@ -288,10 +288,8 @@ def _recorded(
     arguments = group.calls[0][1]
     required = [a.tensor is not None and a.tensor.requires_grad for a in arguments]
     none = without_gradient(loaded, case, parameters, required)
-    if constants is None:
-        kept = frozenset(i for i in none & candidates if i not in case.shrunk_from)
-        return undifferentiated(case, arguments, none, kept)
-    return undifferentiated(case, arguments, none, frozenset())
+    kept = frozenset(i for i in none & candidates if i not in case.shrunk_from)
+    return undifferentiated(case, arguments, none, kept if constants is None else frozenset())
 
 
 def summary(recording: Recording, command: Sequence[str]) -> list[str]:
