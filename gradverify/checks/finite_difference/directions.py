@@ -27,6 +27,8 @@ from gradverify.usercode import user_code
 
 DIRECTIONS = 3  # random directions per argument
 CLEAR = 10.0  # a discrepancy fails at this many measured error bounds
+# One side of a nudged element: forward's outputs flattened, and the displacement made.
+Side = tuple[torch.Tensor, float]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,18 @@ class Line:
             outputs = self.evaluate(*copies)
         flat = torch.cat([o.detach().reshape(-1).to(torch.float64) for o in outputs])
         return flat, moved.to(torch.float64) - wide
+
+    def at_element(self, element: int, step: float) -> tuple[Side, Side]:
+        """Forward with flat element `element` moved by +step and by -step alone: for each
+        side, (the outputs flattened, the displacement the working dtype made there)."""
+        argument = self.arguments[self.index]
+        shift = torch.zeros(tuple(argument.shape), dtype=torch.float64, device=argument.device)
+        shift.view(-1)[element] = step
+        (plus, moved_plus), (minus, moved_minus) = self.at(shift), self.at(-shift)
+        return (
+            (plus, float(moved_plus.view(-1)[element])),
+            (minus, float(moved_minus.view(-1)[element])),
+        )
 
 
 @dataclass(frozen=True)

@@ -151,14 +151,10 @@ def _kink_warning(
 
 def _column_probe(line: Line, column: int, analytical: torch.Tensor, eps: float) -> Probe:
     """Column `column` of the Jacobian at step h: (f₊ - f₋) over the displacement made."""
-    argument = line.arguments[line.index]
 
     def probe(step: float) -> Rung:
-        shift = torch.zeros(tuple(argument.shape), dtype=torch.float64, device=argument.device)
-        shift.view(-1)[column] = step
-        plus, moved_plus = line.at(shift)
-        minus, moved_minus = line.at(-shift)
-        span = float(moved_plus.view(-1)[column] - moved_minus.view(-1)[column])
+        (plus, moved_plus), (minus, moved_minus) = line.at_element(column, step)
+        span = moved_plus - moved_minus
         numerical = (plus - minus) / span
         noise = ROUNDING_ULPS * eps * ((plus.abs() + minus.abs()) / abs(span) + analytical.abs())
         return Rung(step, numerical, analytical, noise)

@@ -31,12 +31,9 @@ def at_kinks(
         torch.zeros(tuple(argument.shape), dtype=torch.float64, device=argument.device)
     )
     for column in columns:
-        shift = torch.zeros(tuple(argument.shape), dtype=torch.float64, device=argument.device)
-        shift.view(-1)[column] = steps[column]
-        plus, moved_plus = line.at(shift)
-        minus, moved_minus = line.at(-shift)
-        right = (plus - base) / float(moved_plus.view(-1)[column])
-        left = (base - minus) / float(-moved_minus.view(-1)[column])
+        (plus, moved_plus), (minus, moved_minus) = line.at_element(column, steps[column])
+        right = (plus - base) / moved_plus
+        left = (base - minus) / -moved_minus
         allowed = CLEAR * bound[:, column]
         low = torch.minimum(left, right) - allowed
         high = torch.maximum(left, right) + allowed
