@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 from typing import Any
@@ -13,8 +14,21 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 def parsed_function(function: Any) -> FunctionNode | None:
     """`function`'s own source as a syntax tree (decorators unwrapped, dedented), or None
-    when there is no source to read or it does not parse."""
+    when there is no source to read or it does not parse. Parsed once per function: many
+    readers ask for one target's forward and backward (the tree is shared; never change it)."""
     function = inspect.unwrap(function) if function is not None else None
+    try:
+        return _parsed_once(function)
+    except TypeError:  # an unhashable callable: parsed each time
+        return _parsed(function)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_once(function: Any) -> FunctionNode | None:
+    return _parsed(function)
+
+
+def _parsed(function: Any) -> FunctionNode | None:
     try:
         source = textwrap.dedent(inspect.getsource(function))
         tree = ast.parse(source)
