@@ -38,3 +38,11 @@ def uniform(
     """Values uniform in [0, 1) drawn in `dtype` by the CPU `generator`, placed on `device`."""
     drawn = torch.rand(tuple(shape), generator=generator, dtype=dtype, device="cpu")
     return drawn.to(device)
+
+
+def signs(
+    shape: Sequence[int], generator: torch.Generator, device: torch.device | str
+) -> torch.Tensor:
+    """±1 with even odds, float64, drawn by the CPU `generator`, placed on `device`."""
+    drawn = torch.randint(0, 2, tuple(shape), generator=generator, device="cpu")
+    return drawn.to(device, torch.float64) * 2 - 1

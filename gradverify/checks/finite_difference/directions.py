@@ -98,8 +98,7 @@ def draw_directions(
         v = torch.cat([w.to(torch.float64).reshape(-1) for w in weights])
         for index, gradient in zip(wrt, gradients, strict=True):
             argument = arguments[index]
-            signs = torch.randint(0, 2, tuple(argument.shape), generator=generator, device="cpu")
-            u = signs.to(argument.device, torch.float64) * 2 - 1
+            u = seeded.signs(argument.shape, generator, argument.device)
             g = (
                 torch.zeros_like(u)
                 if gradient is None
