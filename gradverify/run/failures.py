@@ -9,6 +9,7 @@ imported. The run goes on with the others.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from gradverify._version import __version__
@@ -58,13 +59,11 @@ def internal_error(
 def not_loaded(target: str, case: str, message: str) -> Result:
     """A target found in a package's code whose module cannot be imported (a missing
     dependency, an error at import): a failure of the run, with the import error."""
-    headline, _, rest = message.strip().partition("\n")
-    return Result(
-        target=target, case=case, check=LOAD_CHECK, status=Status.FAIL, message=headline,
-        details=tuple(rest.splitlines()),
-        hint="its module could not be imported, so none of its checks ran: install what it "
-        "needs, or fix the error at import",
-    )  # fmt: skip
+    hint = (
+        "its module could not be imported, so none of its checks ran: install what it needs, "
+        "or fix the error at import"
+    )
+    return replace(usage_error(target, case, message, None, None, hint), usage=False)
 
 
 def unusable(task: Task, message: str, not_loaded: bool) -> Result:
