@@ -19,6 +19,7 @@ from gradverify.commands.check import Scope, run_check
 from gradverify.commands.init import run_init
 from gradverify.commands.options import Mode, OutputFormat
 from gradverify.commands.record import run_record
+from gradverify.commands.terminal import plea
 from gradverify.errors import GradverifyError
 from gradverify.exitcodes import ExitCode
 from gradverify.run import interrupts
@@ -373,11 +374,7 @@ def _guarded(action: Callable[[], int]) -> int:
             typer.echo(str(error), err=True)
         else:
             traceback.print_exc()
-        typer.echo(
-            f"internal error in gradverify {__version__}: this is a bug in gradverify, not in your code. "
-            "Please report it with the traceback above.",
-            err=True,
-        )
+        typer.echo(plea(), err=True)
         return ExitCode.INTERNAL
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gradverify.commands.options import FORMAT_NAMES, OutputFormat
-from gradverify.commands.terminal import use_color, width
+from gradverify.commands.terminal import plea, use_color, width
 from gradverify.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -160,14 +160,8 @@ def _emit(
 
 def _plead(errors: int) -> None:
     """After the report: gradverify's own errors, each shown above with its traceback."""
-    from gradverify._version import __version__
-
     cases = f"{errors} case(s)" if errors != 1 else "1 case"
-    sys.stderr.write(
-        f"internal error in gradverify {__version__} in {cases} (shown above with the "
-        "traceback): this is a bug in gradverify, not in your code. Please report it with "
-        "the traceback above.\n"
-    )
+    sys.stderr.write(plea(f" in {cases} (shown above with the traceback)") + "\n")
 
 
 def _package_work(

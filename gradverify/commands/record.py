@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from gradverify.commands.options import FORMAT_NAMES
+from gradverify.commands.terminal import plea
 from gradverify.exitcodes import ExitCode
 
 
@@ -27,13 +28,6 @@ def run_record(command: list[str], specs: str | None, shrink: bool) -> int:
         for update in recording.updates:
             if update.failed:
                 typer.echo(update.failed, err=True)
-        from gradverify._version import __version__
-
-        typer.echo(
-            f"internal error in gradverify {__version__} (shown above with the traceback): "
-            "this is a bug in gradverify, not in your code. Please report it with the "
-            "traceback above.",
-            err=True,
-        )
+        typer.echo(plea(" (shown above with the traceback)"), err=True)
         return ExitCode.INTERNAL
     return ExitCode.OK if recording.exit_code == 0 else ExitCode.FAILED

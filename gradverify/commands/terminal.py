@@ -1,4 +1,5 @@
-"""How the terminal the report goes to wants it: colour, width."""
+"""How the terminal the report goes to wants it: colour, width; the plea after a bug in
+gradverify."""
 
 from __future__ import annotations
 
@@ -17,3 +18,13 @@ def width() -> int:
     from rich.console import Console
 
     return max(60, min(Console(file=sys.stdout).width, 140)) if sys.stdout.isatty() else 100
+
+
+def plea(where: str = "") -> str:
+    """What stderr says after a bug in gradverify (exit 3); `where` follows the version."""
+    from gradverify._version import __version__
+
+    return (
+        f"internal error in gradverify {__version__}{where}: this is a bug in gradverify, not "
+        "in your code. Please report it with the traceback above."
+    )
