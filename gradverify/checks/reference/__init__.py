@@ -77,15 +77,13 @@ class ReferenceCheck:
             return [reference]
         dtype = declared_dtype(context.arguments)
         try:
-            function, theirs, truth = _runs(context, reference, low=dtype != torch.float64)
+            function, theirs, truth, seeds = _runs(context, reference, low=dtype != torch.float64)
         except UserCodeError as error:
             return [self._crash(context, error)]
         except _Mismatch as mismatch:
             return [context.result(self.id, Status.FAIL, str(mismatch), **mismatch.fields)]
         results = _judge(context, self.id, _items(context, function, theirs, truth), dtype)
         # Where backward passed finite_difference, a disagreeing reference is asked too.
-        generator = context.generator(Salt.REFERENCE_GRAD_OUTPUTS)
-        seeds = _grad_outputs(function.outputs, theirs.outputs, generator)
         return judged_by_finite_differences(
             context, reference.call, theirs.arguments, seeds, results
         )
@@ -142,8 +140,11 @@ def declared_dtype(arguments: Sequence[Any]) -> torch.dtype:
     return max(dtypes, key=lambda dtype: torch.finfo(dtype).eps, default=torch.float64)
 
 
-def _runs(context: CaseContext, reference: Target, low: bool) -> tuple[Run, Run, Run | None]:
-    """The Function and the reference in the declared dtypes, and the float64 truth when low."""
+def _runs(
+    context: CaseContext, reference: Target, low: bool
+) -> tuple[Run, Run, Run | None, dict[int, torch.Tensor]]:
+    """The Function and the reference in the declared dtypes, the float64 truth when low,
+    and the seeded grad_outputs all three were differentiated with."""
     wrt = differentiable_indices(context.arguments)
     function = _forward(context, context.target.call, None, "the Function's forward")
     theirs = _forward(context, reference.call, None, "the reference")
@@ -154,11 +155,11 @@ def _runs(context: CaseContext, reference: Target, low: bool) -> tuple[Run, Run,
     function = _with_gradients(function, wrt, seeds, "the Function's backward")
     theirs = _with_gradients(theirs, wrt, seeds, "the reference's backward")
     if not low:
-        return function, theirs, None
+        return function, theirs, None, seeds
     truth = _forward(context, reference.call, torch.float64, "the reference on float64 copies")
     _same_structure(function.outputs, truth.outputs, "the reference on float64 copies")
     truth = _with_gradients(truth, wrt, seeds, "the reference's backward on float64 copies")
-    return function, theirs, truth
+    return function, theirs, truth, seeds
 
 
 def _forward(
