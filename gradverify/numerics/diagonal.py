@@ -219,9 +219,8 @@ def _third_difference_bound() -> float:
     the residual vanishes on quadratics, so it is a linear function of the two third
     differences (v0 - 3v1 + 3v2 - v3, v1 - 3v2 + 3v3 - v4)."""
     third = torch.tensor(THIRD_DIFFERENCES, dtype=torch.float64, device="cpu")
-    residual = (
-        torch.eye(len(OFFSETS), dtype=torch.float64, device="cpu") - FIT
-    )  # as `fit_residual` fits
+    # as `fit_residual` fits
+    residual = torch.eye(len(OFFSETS), dtype=torch.float64, device="cpu") - FIT
     through = residual @ torch.linalg.pinv(third)
     return float(through.abs().sum(dim=1).max())
 
