@@ -24,7 +24,7 @@ from gradverify.checks.shared.modes import (
     projected_measure,
     randomized_verdict,
 )
-from gradverify.checks.shared.own_precision import own_precision
+from gradverify.checks.shared.own_precision import exact_own_precision
 from gradverify.checks.shared.real_case import realify
 from gradverify.inputs import differentiable_indices
 from gradverify.numerics.localizer import examine_all
@@ -54,7 +54,7 @@ class FiniteDifferenceCheck:
             # Declared by the user; shown only while nothing else checks backward's values.
             checked = context.spec.expected_gradient is not None
             return [context.result(self.id, Status.SKIP, SURROGATE_SKIP, applies=not checked)]
-        plan = own_precision(context) if context.spec.gradient == "exact" else None
+        plan = exact_own_precision(context)
         if plan is not None:
             return run_own_precision(context, self.id, wrt, plan)
         arguments, notes, fast = float64_case(context)

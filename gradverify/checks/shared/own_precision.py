@@ -63,10 +63,16 @@ def own_precision(context: CaseContext) -> OwnPrecision | None:
     return plan
 
 
+def exact_own_precision(context: CaseContext) -> OwnPrecision | None:
+    """The case's own-precision plan where the spec declares an exact gradient, else None:
+    an approximate or surrogate gradient is never checked in its own precision."""
+    return own_precision(context) if context.spec.gradient == "exact" else None
+
+
 def needs_float64(context: CaseContext, check: str, instead: str = "") -> Result | None:
     """The skip of a check that needs float64 on a case checked in its own precision (not
     applicable, with the evidence), else None. `instead`: what checks it then."""
-    plan = own_precision(context) if context.spec.gradient == "exact" else None
+    plan = exact_own_precision(context)
     if plan is None:
         return None
     if not instead:
