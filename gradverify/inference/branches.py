@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.called import Helper, called_helpers
-from gradverify.inference.choice import NUMBER, POSITIVE, Choice, is_float_tensor
+from gradverify.inference.choice import NUMBER, POSITIVE, Choice, is_float_tensor, with_choice
 from gradverify.inference.dataflow import Flow, called_name, reads_shape, sources_in, target_flow
 from gradverify.inference.extra import Extra
 from gradverify.target.syntax import FunctionNode, own_nodes
@@ -149,7 +149,7 @@ def both_sides(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
         below = SMALL if extents else BELOW
         for low, high in (ABOVE, below):
             choice = replace(base[index], low=low, high=high, reason="both sides of a comparison")
-            changed = [*base[:index], choice, *base[index + 1 :]]
+            changed = with_choice(base, index, choice)
             yield Extra(f"{compared} in [{low:g}, {high:g}]", changed)
 
 
@@ -169,4 +169,4 @@ def _numbers_compared(
         for low, high in (ABOVE, below):
             other = round((low + high) / 2, 3)
             changed = replace(choice, value=other, reason="both sides of a comparison")
-            yield Extra(f"{choice.name}={other:g}", [*base[:index], changed, *base[index + 1 :]])
+            yield Extra(f"{choice.name}={other:g}", with_choice(base, index, changed))

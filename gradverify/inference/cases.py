@@ -27,6 +27,7 @@ from gradverify.inference.choice import (
     Choice,
     as_complex,
     is_float_tensor,
+    with_choice,
 )
 from gradverify.inference.contract import rank_stated
 from gradverify.inference.probe import probe
@@ -166,7 +167,7 @@ def _defaults(base: Sequence[Choice]) -> Iterator[Candidate]:
             continue
         other = HIDING[value]
         changed = Choice(choice.name, NUMBER, value=other, reason=f"{value} by default hides a bug")
-        yield Candidate(f"{choice.name}={other}", _with(base, index, changed))
+        yield Candidate(f"{choice.name}={other}", with_choice(base, index, changed))
 
 
 def _wide(target: Target, base: Sequence[Choice], points: BranchPoints) -> Iterator[Candidate]:
@@ -206,7 +207,7 @@ def _wide_others(
         low = choice.low if choice.low > 0 else -high
         changed = replace(choice, low=low, high=high)
         label = f"{choice.name} {list(choice.shape)} in [{low:g}, {high:g}]"
-        yield Candidate(label, _with(base, index, changed), bounded=True)
+        yield Candidate(label, with_choice(base, index, changed), bounded=True)
 
 
 def _literals(target: Target, base: Sequence[Choice], points: BranchPoints) -> tuple[float, ...]:
@@ -268,7 +269,7 @@ def _other_defaults(
         reason = f"a second value beside the default {value!r}"
         changed = Choice(choice.name, NUMBER, value=other, reason=reason)
         label = f"{choice.name}={_shown(other)}"
-        yield Candidate(label, _with(base, index, changed))
+        yield Candidate(label, with_choice(base, index, changed))
 
 
 def _shown(value: object) -> str:
@@ -289,7 +290,7 @@ def _other_strings(
             continue
         reason = f"a second value beside the default {choice.value!r}"
         changed = Choice(choice.name, NUMBER, value=text, reason=reason)
-        yield Candidate(f"{choice.name}={text!r}", _with(base, index, changed))
+        yield Candidate(f"{choice.name}={text!r}", with_choice(base, index, changed))
 
 
 def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
@@ -313,7 +314,7 @@ def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
                 choice.name, TENSOR, first.shape, None, "a mask where None is the default",
                 False, "bool", 0, 1,
             )  # fmt: skip
-            changed = _with(base, index, given)
+            changed = with_choice(base, index, given)
             yield Candidate(f"{choice.name} {list(first.shape)}", changed)
             continue
         if not choice.optional_tensor:
@@ -323,7 +324,7 @@ def _optional_tensors(base: Sequence[Choice]) -> Iterator[Candidate]:
                 choice.name, TENSOR, (size,), reason="a tensor where None is the default"
             )
             label = f"{choice.name} [{size}]"
-            changed = _with(base, index, given)
+            changed = with_choice(base, index, given)
             yield Candidate(label, changed, lenient=() if bent else (index,))
 
 
@@ -388,11 +389,6 @@ def _complex(base: Sequence[Choice]) -> Candidate:
 
 def _mask_of(choice: Choice, first: Choice) -> bool:
     return choice.dtype == "bool" and choice.shape == first.shape
-
-
-def _with(base: Sequence[Choice], index: int, choice: Choice) -> list[Choice]:
-    """`base` with its argument `index` replaced by `choice`."""
-    return [*base[:index], choice, *base[index + 1 :]]
 
 
 def _first_float(base: Sequence[Choice]) -> Choice | None:

@@ -166,6 +166,11 @@ def fit_indices(choices: Sequence[Choice]) -> list[Choice]:
     return [replace(c, low=0, high=top) if c.dtype == "int64" else c for c in choices]
 
 
+def with_choice(base: Sequence[Choice], index: int, choice: Choice) -> list[Choice]:
+    """`base` with its argument `index` replaced by `choice`."""
+    return [*base[:index], choice, *base[index + 1 :]]
+
+
 def is_float_tensor(choice: Choice) -> bool:
     return choice.kind == TENSOR and choice.dtype == "float64"
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gradverify.inference.choice import NUMBER, TENSOR, Choice, is_float_tensor
+from gradverify.inference.choice import NUMBER, TENSOR, Choice, is_float_tensor, with_choice
 from gradverify.inference.dataflow import Flow, called_name, target_flow
 from gradverify.inference.extra import Extra
 from gradverify.target.syntax import own_nodes
@@ -294,12 +294,8 @@ def repeats(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
         if len(choice.shape) != 1 or length >= choice.high + 2 or choice.high < 1:
             continue
         longer = replace(choice, shape=(int(choice.high) + 2,), reason="long enough to repeat")
-        yield Extra(f"{choice.name} [{int(choice.high) + 2}]", _with(base, position, longer))
+        yield Extra(f"{choice.name} [{int(choice.high) + 2}]", with_choice(base, position, longer))
         if length >= 3:  # 0..length - 2, and a spec's range needs low < high
             narrowed = replace(choice, high=length - 2, reason=REPEATS)
             label = f"{choice.name} {list(choice.shape)} in 0..{length - 2}"
-            yield Extra(label, _with(base, position, narrowed))
-
-
-def _with(base: Sequence[Choice], index: int, choice: Choice) -> list[Choice]:
-    return [*base[:index], choice, *base[index + 1 :]]
+            yield Extra(label, with_choice(base, position, narrowed))

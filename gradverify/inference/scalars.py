@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from gradverify.inference.choice import LITERAL, TENSOR, Choice, is_float_tensor
+from gradverify.inference.choice import LITERAL, TENSOR, Choice, is_float_tensor, with_choice
 from gradverify.inference.dataflow import Flow, target_flow
 from gradverify.inference.extra import Extra
 from gradverify.inference.probe import probe
@@ -59,7 +59,7 @@ def as_tensors(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
             choice.name, TENSOR, (), reason=f"a 0-d tensor near the default {value!r}",
             low=value - spread, high=value + spread,
         )  # fmt: skip
-        changed = [*base[:index], tensor, *base[index + 1 :]]
+        changed = with_choice(base, index, tensor)
         outcome = probe(target, changed)
         if outcome.stage == "done" and index not in outcome.none + outcome.wrong_shape:
             yield Extra(f"{choice.name} [] near {value:g}", changed)

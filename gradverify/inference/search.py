@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gradverify.inference.choice import CALLABLE, NUMBER, TENSOR, Choice
+from gradverify.inference.choice import CALLABLE, NUMBER, TENSOR, Choice, with_choice
 from gradverify.inference.plans import CALLABLES, ELEMENTWISE, LISTED, NUMBERS, Plan
 from gradverify.inference.probe import NOT_FINITE, STAGES, ProbeOutcome, probe
 
@@ -83,7 +83,7 @@ class Search:
             index = todo[0]
             tried_at.add(index)
             for alternative in _reshaped(choices[index], plans[index]):
-                trial = [*choices[:index], alternative, *choices[index + 1 :]]
+                trial = with_choice(choices, index, alternative)
                 tried = self._probe(trial)
                 if tried.stage == "done" and index not in tried.wrong_shape:
                     choices, outcome = trial, tried
@@ -100,11 +100,7 @@ class Search:
             choice = choices[index]
             if choice.kind != TENSOR or len(choice.shape) < 2 or choice.dtype != "float64":
                 continue
-            trial = [
-                *choices[:index],
-                replace(choice, shape=choice.shape[1:]),
-                *choices[index + 1 :],
-            ]
+            trial = with_choice(choices, index, replace(choice, shape=choice.shape[1:]))
             tried = self._probe(trial)
             if tried.stage == "done" and not tried.wrong_shape and not tried.misfit:
                 return trial, tried
@@ -126,7 +122,7 @@ class Search:
                 continue
             reason = f"forward broadcasts it; backward's gradient is {list(shape)}"
             given = replace(choice, shape=shape, reason=reason)
-            trial = [*choices[:index], given, *choices[index + 1 :]]
+            trial = with_choice(choices, index, given)
             tried = self._probe(trial)
             if (
                 tried.stage == "done"
@@ -158,7 +154,7 @@ class Search:
         for index in flexible:
             listed = Choice(choices[index].name, NUMBER, value=NUMBERS, reason=LISTED)
             for alternative in [*_numbers(choices[index], reason), listed]:
-                trial = [*choices[:index], alternative, *choices[index + 1 :]]
+                trial = with_choice(choices, index, alternative)
                 tried = self._probe(trial)
                 if tried.stage == "done" and not tried.wrong_shape:
                     choices = trial

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gradverify.inference.choice import Choice, is_float_tensor
+from gradverify.inference.choice import Choice, is_float_tensor, with_choice
 from gradverify.inference.dataflow import Flow, called_name, target_flow
 from gradverify.inference.extra import Extra
 from gradverify.inference.plans import ELEMENTWISE, Plan
@@ -140,8 +140,7 @@ def each_rank(target: Target, plans: Sequence[Plan]) -> Iterator[list[Choice]]:
         for index, choice in enumerate(beside):
             if is_float_tensor(choice):
                 trials += [
-                    [*beside[:index], replace(choice, shape=shape), *beside[index + 1 :]]
-                    for shape in RANKED
+                    with_choice(beside, index, replace(choice, shape=shape)) for shape in RANKED
                 ]
         for trial in trials:
             fitted = with_components(target, trial)
