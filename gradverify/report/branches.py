@@ -5,6 +5,7 @@ always with -v); JSON carries the data (`branch_coverage`)."""
 from __future__ import annotations
 
 from gradverify.report.evidence import relative_path
+from gradverify.report.lines import plural
 from gradverify.results import BranchCoverage
 
 # What a branch that no case ran means, and what reaches it.
@@ -17,8 +18,7 @@ def unrun_note(found: BranchCoverage) -> str:
     if not found.aimed:
         return UNRUN
     tried = "; ".join(
-        f"{draws} draw{'s' if draws != 1 else ''} aimed at line {line}"
-        for line, draws in found.aimed
+        f"{plural(draws, 'draw')} aimed at line {line}" for line, draws in found.aimed
     )
     return f"explore tried {tried}; never reached: add a case that takes it"
 

@@ -6,6 +6,7 @@ from rich.console import RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
+from gradverify.report.lines import plural
 from gradverify.results import Coverage
 
 INDENT = "  "
@@ -45,9 +46,5 @@ def coverage_lines(coverage: Coverage) -> list[RenderableType]:
 def _counted(coverage: Coverage) -> str:
     functions = coverage.functions - coverage.ops
     if not coverage.ops:
-        return _plural(functions, "Function")
-    return f"{_plural(functions, 'Function')} and {_plural(coverage.ops, 'custom op')}"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
+        return plural(functions, "Function")
+    return f"{plural(functions, 'Function')} and {plural(coverage.ops, 'custom op')}"

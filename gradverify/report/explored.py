@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gradverify.report.lines import plural
 from gradverify.results import Explored, Result
 
 
@@ -16,7 +17,7 @@ def explored_line(explored: Explored) -> str:
 
 
 def _what(explored: Explored) -> str:
-    draws = f"{explored.draws} draw" + ("s" if explored.draws != 1 else "")
+    draws = plural(explored.draws, "draw")
     if explored.found:
         return f"explored {draws}, draw {explored.draws} fails"
     if explored.ran_out:
@@ -27,7 +28,7 @@ def _what(explored: Explored) -> str:
 def _aimed(explored: Explored) -> str:
     if not explored.aimed or explored.aimed_line is None:
         return ""
-    draws = f"{explored.aimed} draw" + ("s" if explored.aimed != 1 else "")
+    draws = plural(explored.aimed, "draw")
     reached = "reached" if explored.reached else "never reached"
     return f"; {draws} aimed at line {explored.aimed_line}, {reached}"
 

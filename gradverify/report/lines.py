@@ -60,6 +60,11 @@ def counts(results: Sequence[Result]) -> Text:
     return counts
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 case`, `2 cases`."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def elapsed(results: Sequence[Result]) -> str:
     if results and all(r.cached for r in results):
         return "(cached)"

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gradverify.report.evidence import evidence
-from gradverify.report.lines import MARKS, STYLES
+from gradverify.report.lines import MARKS, STYLES, plural
 from gradverify.report.maps import MismatchMap
 from gradverify.results import Result, Status
 
@@ -38,7 +38,7 @@ def failure_panel(result: Result, more: Sequence[str] = ()) -> Panel:
 
 
 def more_cases(count: int) -> str:
-    return f"{count} more case{'s' if count != 1 else ''}"
+    return plural(count, "more case")
 
 
 def _title(result: Result) -> str:

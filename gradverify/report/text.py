@@ -31,6 +31,7 @@ from gradverify.report.lines import (
     elapsed,
     joined,
     location,
+    plural,
 )
 from gradverify.report.options import RenderOptions
 from gradverify.report.panel import failure_panel, more_cases
@@ -127,7 +128,7 @@ def _inferred_line(
     """`✓ target  inferred 4 cases ([4]; x [3, 5], dim=0; ...)  28 passed  0.11s`: what a pass
     on inputs gradverify chose covered, so that it never reads like a full verification."""
     labels = [_inferred_label(case) for case in inferred]
-    count = f"{len(labels)} case" + ("s" if len(labels) != 1 else "")
+    count = plural(len(labels), "case")
     results = [result for case in cases for result in case]
     status = case_status(results)
     head = Text.assemble((MARKS[status], STYLES[status]), " ", (target, "bold"), "  inferred ")
