@@ -45,8 +45,7 @@ class RunInterrupted(KeyboardInterrupt):
         self.report = report
 
 
-# The case name of a result about a whole target that never got to its cases.
-NOT_LOADED_CASE = failures.NOT_LOADED_CASE
+# The case name of a result about a target whose inputs were never inferred.
 INFERRING_CASE = "inferring inputs"
 
 
@@ -182,7 +181,7 @@ def _infer_each_or_usage(
         except GradverifyError as error:
             not_loaded = isinstance(error, (TargetError, NotLoaded))
             case, hint = (
-                (NOT_LOADED_CASE, failures.LOADING_HINT)
+                (failures.NOT_LOADED_CASE, failures.LOADING_HINT)
                 if not_loaded
                 else (INFERRING_CASE, failures.INFERRING_HINT)
             )
@@ -219,7 +218,7 @@ def infer_each(
         except (TargetError, NotLoaded) as error:
             if not keep_going:
                 raise
-            results.append(failures.not_loaded(target, NOT_LOADED_CASE, error.render()))
+            results.append(failures.not_loaded(target, failures.NOT_LOADED_CASE, error.render()))
         except GradverifyError as error:
             if not keep_going:
                 raise
