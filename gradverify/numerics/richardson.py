@@ -57,7 +57,6 @@ class Estimate:
     rung: Rung
     bound: torch.Tensor  # truncation (spread to the neighbouring steps) + rounding
     truncation: torch.Tensor
-    tried: int  # steps tried
 
     @property
     def step(self) -> float:
@@ -97,7 +96,7 @@ def estimate(probe: Probe, steps: Sequence[float]) -> Estimate | None:
             error, rung = raised, None
         finite = rung is not None and bool(torch.isfinite(rung.discrepancy).all())
         rungs.append(rung if finite else None)
-        found = _bound_at(rungs, len(rungs) - 2, len(steps))
+        found = _bound_at(rungs, len(rungs) - 2)
         if found is not None and (best is None or _total(found.bound) < _total(best.bound)):
             best = found
         if _past_best(rungs[-1], best):
@@ -107,7 +106,7 @@ def estimate(probe: Probe, steps: Sequence[float]) -> Estimate | None:
     return best
 
 
-def _bound_at(rungs: Sequence[Rung | None], k: int, tried: int) -> Estimate | None:
+def _bound_at(rungs: Sequence[Rung | None], k: int) -> Estimate | None:
     """The estimate at rung k from its neighbours, or None where one is missing."""
     if k < 1:
         return None
@@ -124,7 +123,7 @@ def _bound_at(rungs: Sequence[Rung | None], k: int, tried: int) -> Estimate | No
     if _total(larger) < 2 * _total(smaller) and max(_total(larger), _total(smaller)) > noise:
         return None
     truncation = torch.maximum(larger, smaller)
-    return Estimate(rung, truncation + rung.rounding, truncation, tried)
+    return Estimate(rung, truncation + rung.rounding, truncation)
 
 
 def _past_best(rung: Rung | None, best: Estimate | None) -> bool:
