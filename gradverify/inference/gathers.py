@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import TENSOR, Choice, is_float_tensor
 from gradverify.inference.dataflow import Flow, called_name, target_flow
-from gradverify.target.syntax import own_nodes
+from gradverify.target.syntax import literal_int, own_nodes
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -119,7 +119,7 @@ def _index(node: ast.AST, parameters: tuple[str, ...]) -> tuple[str, int | None]
         and node.func.value.id in parameters
         and len(node.args) == 1
     ):
-        axis = _literal_int(node.args[0])
+        axis = literal_int(node.args[0])
         return (node.func.value.id, axis) if axis is not None else None
     if (
         isinstance(node, ast.Subscript)
@@ -134,13 +134,6 @@ def _index(node: ast.AST, parameters: tuple[str, ...]) -> tuple[str, int | None]
             ellipsis = isinstance(first, ast.Constant) and first.value is ...
             return node.value.id, (-1 if ellipsis else nones[0])
     return None
-
-
-def _literal_int(node: ast.AST) -> int | None:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _literal_int(node.operand)
-        return -inner if inner is not None else None
-    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _is_module(node: ast.AST) -> bool:

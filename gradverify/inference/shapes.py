@@ -21,7 +21,7 @@ from gradverify.inference.choice import Choice, is_float_tensor, with_choice
 from gradverify.inference.dataflow import Flow, called_name, target_flow
 from gradverify.inference.extra import Extra
 from gradverify.inference.plans import ELEMENTWISE, Plan
-from gradverify.target.syntax import own_nodes
+from gradverify.target.syntax import literal_int, own_nodes
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -75,15 +75,8 @@ def _unbound(node: ast.AST, parameters: tuple[str, ...]) -> tuple[str, int, int]
     if not isinstance(receiver, ast.Name) or receiver.id not in parameters:
         return None
     given = call.args[0] if call.args else next((k.value for k in call.keywords), None)
-    axis = _literal_int(given) if given is not None else 0
+    axis = literal_int(given) if given is not None else 0
     return (receiver.id, axis, len(targets.elts)) if axis is not None else None
-
-
-def _literal_int(node: ast.AST) -> int | None:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _literal_int(node.operand)
-        return -inner if inner is not None else None
-    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _component(index: ast.AST) -> tuple[int, int] | None:

@@ -38,6 +38,14 @@ def _parsed(function: Any) -> FunctionNode | None:
     return node if isinstance(node, FunctionNode) else None
 
 
+def literal_int(node: ast.AST) -> int | None:
+    """The int a literal spells (`2`, `-1`), or None for anything else (a bool included)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = literal_int(node.operand)
+        return -inner if inner is not None else None
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
 def own_nodes(function: FunctionNode) -> list[ast.AST]:
     """The nodes of a function's body, without those of functions and classes nested in it."""
     found: list[ast.AST] = []
