@@ -132,8 +132,6 @@ class Judged:
     direction: Direction
     estimate: Estimate | None
     allowed: float  # CLEAR × the measured bound, or the spec's rtol of the size if larger
-    # the projection's size as entry errors within rtol could move it: INDEPENDENT·‖vᵀJ ⊙ u‖₂
-    size: float
 
     @property
     def error(self) -> float:
@@ -154,8 +152,9 @@ def judge_direction(
 ) -> Judged:
     """vᵀJu along one direction at the best of `steps`, judged against CLEAR × its bound."""
     found = estimate(projection_probe(line, direction, eps), steps)
-    size = spread(direction.gradient * direction.u)
     if found is None:
-        return Judged(direction, None, math.inf, size)
+        return Judged(direction, None, math.inf)
+    # the projection's size as entry errors within rtol could move it: INDEPENDENT·‖vᵀJ ⊙ u‖₂
+    size = spread(direction.gradient * direction.u)
     allowed = max(CLEAR * float(found.bound), context.tolerance.rtol * size)
-    return Judged(direction, found, allowed, size)
+    return Judged(direction, found, allowed)
