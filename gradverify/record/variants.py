@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.cases import DIM_NAMES, widened
-from gradverify.inference.choice import LITERAL, TENSOR, Choice, is_float_tensor
+from gradverify.inference.choice import LITERAL, TENSOR, Choice, is_float_tensor, with_choice
 from gradverify.inference.probe import probe
 from gradverify.record.cases import RecordedCase, argument_label
 from gradverify.record.readable import readable
@@ -169,7 +169,7 @@ def _dims_kept(target: Target, base: Sequence[Choice]) -> Iterator[tuple[str, li
             if dim == value % rank:
                 continue
             changed = replace(choice, value=dim, reason="another dim than the run's")
-            choices = [*base[:index], changed, *base[index + 1 :]]
+            choices = with_choice(base, index, changed)
             outcome = probe(target, choices, randomness=True)
             if outcome.stage == "done" and not outcome.wrong_shape and not outcome.random:
                 yield f"{choice.name}={dim}", choices
