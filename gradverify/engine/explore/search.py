@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import torch
+
 from gradverify.checks import get_check
 from gradverify.checks.shared.case import CaseContext, CaseMemo
 from gradverify.engine.branch_coverage import measuring
@@ -179,8 +181,6 @@ def _repeatable(
     """Whether forward gives the same outputs on `arguments` call after call, and the check
     the same failure again: other numbers may turn on randomness (`training: true`), whose
     noise finite differences would take for a wrong gradient."""
-    import torch
-
     try:
         with torch.no_grad():
             outputs = [call_forward(context.target.call, arguments) for _ in range(3)]
