@@ -8,7 +8,6 @@ surrogate gradient also makes (a reversed sign, clipping) say how to declare one
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
@@ -47,6 +46,7 @@ def diagnose(
     outputs: OutputShapes = (),
     indices: Mapping[str, torch.Tensor] | None = None,
     per_element: bool = False,
+    surrogate: bool = True,
 ) -> str | None:
     """A plain-words hint for a mismatching Jacobian block [rows, argument elements].
 
@@ -61,7 +61,9 @@ def diagnose(
     for hints per output and along axes; `indices`: forward's integer tensor arguments by name,
     for repeated indices (`numerics/patterns.py`). `per_element`: the block is one row, a
     gradient vᵀJ compared element by element (as `reference` compares), so a region of the
-    argument's values can be read off it as off a diagonal Jacobian.
+    argument's values can be read off it as off a diagonal Jacobian. `surrogate`: whether a
+    pattern an intended surrogate also makes may advise declaring one; not where backward
+    passed finite_difference on the case (its gradient is the derivative there).
     """
     if not off.any() or analytical.is_complex() or numerical.is_complex():
         return None
@@ -78,8 +80,8 @@ def diagnose(
                 f"mask in {argument_name}'s gradient that keeps elements it does not affect"
             )
         return (
-            "the numerical gradient is zero here, but backward returns a nonzero gradient; if "
-            f"that is on purpose (a straight-through estimator), {SURROGATE}"
+            "the numerical gradient is zero here, but backward returns a nonzero gradient"
+            + _offer("if that is on purpose (a straight-through estimator)", surrogate)
         )
 
     def close(x: torch.Tensor, y: torch.Tensor) -> bool:
@@ -95,8 +97,8 @@ def diagnose(
         )
     if close(analytical, -numerical):
         return (
-            "the gradient has the opposite sign everywhere: likely a flipped sign in backward; "
-            f"if that is on purpose (a gradient-reversal layer), {SURROGATE}"
+            "the gradient has the opposite sign everywhere: likely a flipped sign in backward"
+            + _offer("if that is on purpose (a gradient-reversal layer)", surrogate)
         )
     structural = not pairs
     flipped = (
@@ -104,7 +106,7 @@ def diagnose(
     )
     if flipped is not None:
         return flipped
-    scaled = _scaled(analytical, numerical, off, atol, rtol, linear, numbers or {})
+    scaled = _scaled(analytical, numerical, off, atol, rtol, linear, numbers or {}, surrogate)
     if scaled is not None:
         return scaled
     square = analytical.shape[0] == analytical.shape[1]
@@ -142,7 +144,7 @@ def diagnose(
         return (
             "backward is not linear in grad_output (scaled down, grad_output does not scale the "
             "gradient alike), as every derivative is: likely backward clips, normalizes or "
-            f"otherwise reshapes the gradient; if that is on purpose, {SURROGATE}"
+            "otherwise reshapes the gradient" + _offer("if that is on purpose", surrogate)
         )
     return None
 
@@ -155,6 +157,7 @@ def _scaled(
     rtol: float,
     linear: Callable[[], bool | None],
     numbers: Mapping[str, float],
+    surrogate: bool,
 ) -> str | None:
     """A constant factor or a clip level, whichever the errors and backward's linearity show.
 
@@ -168,12 +171,14 @@ def _scaled(
         if verdict is None:
             return None  # either would be a guess
         return (
-            _describe_factor(factor, numbers) if verdict else _describe_clip(level, nonlinear=True)
+            _describe_factor(factor, numbers, surrogate)
+            if verdict
+            else _describe_clip(level, True, surrogate)
         )
     if level is not None and linear() is not True:
-        return _describe_clip(level, nonlinear=linear() is False)
+        return _describe_clip(level, linear() is False, surrogate)
     if factor is not None and linear() is not False:
-        return _describe_factor(factor, numbers)
+        return _describe_factor(factor, numbers, surrogate)
     return None
 
 
@@ -217,23 +222,33 @@ def _clip_level(
     return level if same_sign and at_level and above and below else None
 
 
-def _describe_clip(level: float, nonlinear: bool) -> str:
+def _describe_clip(level: float, nonlinear: bool, surrogate: bool) -> str:
     evidence = ", and backward is not linear in grad_output" if nonlinear else ""
+    on_purpose = (
+        f"if that is on purpose (gradient clipping), {SURROGATE}; else " if surrogate else ""
+    )
     return (
         f"backward caps the gradient at {level:.4g} (analytical = numerical where |numerical| "
-        f"<= {level:.4g}, ±{level:.4g} beyond{evidence}): if that is on purpose (gradient "
-        f"clipping), {SURROGATE}; else likely a clamp in backward that does not belong there"
+        f"<= {level:.4g}, ±{level:.4g} beyond{evidence}): {on_purpose}likely a clamp in "
+        "backward that does not belong there"
     )
 
 
-def _describe_factor(factor: float, numbers: Mapping[str, float]) -> str:
+def _describe_factor(factor: float, numbers: Mapping[str, float], surrogate: bool) -> str:
     hint = _argument_factor(factor, numbers) or _factor_cause(factor)
     if factor < 0:
-        hint += (
-            f"; if the reversed sign is on purpose (a gradient-reversal layer with λ = "
-            f"{_fraction(abs(factor))}), {SURROGATE}"
+        hint += _offer(
+            "if the reversed sign is on purpose (a gradient-reversal layer with λ = "
+            f"{_fraction(abs(factor))})",
+            surrogate,
         )
     return hint
+
+
+def _offer(condition: str, surrogate: bool) -> str:
+    """`; <condition>, declare `gradient: surrogate``, or nothing where no surrogate may be
+    offered."""
+    return f"; {condition}, {SURROGATE}" if surrogate else ""
 
 
 def _argument_factor(factor: float, numbers: Mapping[str, float]) -> str | None:
@@ -413,25 +428,3 @@ def nan_second_derivative(
         f"the second derivative is NaN or infinite where the first is finite: likely an op in "
         f"{place} whose derivative is infinite at these inputs (a division, sqrt or log at 0)"
     )
-
-
-# "; if that is on purpose (a gradient-reversal layer), declare `gradient: surrogate`" and
-# the clip's ": if that is on purpose (gradient clipping), declare ...; else likely ...".
-_SURROGATE_CLAUSE = re.compile(
-    r"(?P<lead>[;:]) if (?:that|the reversed sign) is on purpose(?: \([^)]*\))?, "
-    + re.escape(SURROGATE)
-    + r"(?P<otherwise>; else)?"
-)
-
-
-def without_surrogate(hint: str | None) -> str | None:
-    """`hint` without its advice to declare a surrogate: where backward passed
-    finite_difference on the case, its gradient is the derivative there, and no pattern of
-    its errors elsewhere is an intended surrogate."""
-    if hint is None:
-        return None
-
-    def replaced(match: re.Match[str]) -> str:
-        return ":" if match["otherwise"] else ""
-
-    return _SURROGATE_CLAUSE.sub(replaced, hint)

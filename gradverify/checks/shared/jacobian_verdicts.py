@@ -15,7 +15,7 @@ from gradverify.checks.shared.case import CaseContext
 from gradverify.checks.shared.linearity import backward_linearity
 from gradverify.numerics.compare import Comparison, compare
 from gradverify.numerics.complex_parts import NO_PARTS, Parts, PartsMismatch, complex_hint
-from gradverify.numerics.diagnosis import diagnose, without_surrogate
+from gradverify.numerics.diagnosis import diagnose
 from gradverify.numerics.jacobian import (
     OutputLayout,
     analytical_jacobians,
@@ -183,9 +183,9 @@ def mismatch_failure(
             excused, pairs=parts.any, numbers=numbers,
             outputs=tuple(zip(blocks.layout.indices, blocks.layout.shapes, strict=True)),
             indices=indices,
+            # no surrogate where backward passed finite_difference: it is the derivative here
+            surrogate=not context.first_order_passed(("finite_difference",)),
         )  # fmt: skip
-        if context.first_order_passed(("finite_difference",)):  # backward is the derivative
-            hint = without_surrogate(hint)
     where = element_words(element)
     user_shape = parts.shape(index, argument.shape)
     if len(blocks.layout.indices) > 1 or parts.row_count(blocks.layout) != math.prod(user_shape):
