@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.called import Helper, called_helpers
 from gradverify.inference.choice import NUMBER, POSITIVE, Choice, is_float_tensor, with_choice
-from gradverify.inference.dataflow import Flow, called_name, reads_shape, sources_in, target_flow
+from gradverify.inference.dataflow import Flow, reads_shape, sources_in, target_flow
 from gradverify.inference.extra import Extra
-from gradverify.target.syntax import FunctionNode, own_nodes
+from gradverify.target.syntax import FunctionNode, called_name, own_nodes
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target

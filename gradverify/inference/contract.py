@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from gradverify.inference.docstrings import docstrings, documented, surrogate_phrase
 from gradverify.inference.quadratic import quadratic_forms
 from gradverify.inference.sparse import sparse_operands
-from gradverify.target.syntax import own_nodes, parsed_function
+from gradverify.target.syntax import called_name, own_nodes, parsed_function
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -314,9 +314,9 @@ def _applied(target: Target, forward: Any, parameters: list[str]) -> dict[str, C
     sources = _assigned_from(node)
     found: dict[str, Contract] = {}
     for child in own_nodes(node):
-        if not isinstance(child, ast.Call) or _called(child) not in STRUCTURE_OPS:
+        if not isinstance(child, ast.Call) or called_name(child) not in STRUCTURE_OPS:
             continue
-        op = _called(child)
+        op = called_name(child)
         position, structure = STRUCTURE_OPS[op]
         operand = _operand(child, position)
         if operand is None:
@@ -366,7 +366,7 @@ def _keeps_structure(value: ast.AST) -> bool:
     """An assignment that passes its operands' structure on: not through an op of
     STRUCTURE_OPS (`factor = cholesky(S)` asks S, not `factor`, to be SPD)."""
     calls = (inner for inner in ast.walk(value) if isinstance(inner, ast.Call))
-    return not any(_called(call) in STRUCTURE_OPS for call in calls)
+    return not any(called_name(call) in STRUCTURE_OPS for call in calls)
 
 
 def _reaching(operand: ast.AST, sources: dict[str, set[str]]) -> set[str]:
@@ -375,17 +375,6 @@ def _reaching(operand: ast.AST, sources: dict[str, set[str]]) -> set[str]:
     for _ in range(3):
         reached |= {name for local in list(reached) for name in sources.get(local, ())}
     return reached
-
-
-def _called(call: ast.Call) -> str:
-    func = call.func
-    return (
-        func.attr
-        if isinstance(func, ast.Attribute)
-        else func.id
-        if isinstance(func, ast.Name)
-        else ""
-    )
 
 
 def _is_module(node: ast.AST) -> bool:

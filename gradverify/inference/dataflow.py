@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gradverify.target.syntax import FunctionNode, parsed_function
+from gradverify.target.syntax import FunctionNode, called_name, parsed_function
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -103,13 +103,6 @@ def reads_shape(node: ast.AST) -> bool:
         if isinstance(inner, ast.Attribute) and inner.attr in METADATA:
             return True
     return False
-
-
-def called_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

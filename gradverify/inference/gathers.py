@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import TENSOR, Choice, is_float_tensor
-from gradverify.inference.dataflow import Flow, called_name, target_flow
-from gradverify.target.syntax import literal_int, own_nodes
+from gradverify.inference.dataflow import Flow, target_flow
+from gradverify.target.syntax import called_name, literal_int, own_nodes
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target

@@ -18,10 +18,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import Choice, is_float_tensor, with_choice
-from gradverify.inference.dataflow import Flow, called_name, target_flow
+from gradverify.inference.dataflow import Flow, target_flow
 from gradverify.inference.extra import Extra
 from gradverify.inference.plans import ELEMENTWISE, Plan
-from gradverify.target.syntax import literal_int, own_nodes
+from gradverify.target.syntax import called_name, literal_int, own_nodes
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target

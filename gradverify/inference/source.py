@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.annotations import annotations_of
-from gradverify.target.syntax import FunctionNode, own_nodes, parsed_function
+from gradverify.target.syntax import FunctionNode, called_name, own_nodes, parsed_function
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -105,7 +105,7 @@ def read_forward(
             indices.update(_index_names(child.slice) & names)
         elif isinstance(child, ast.Call):
             indices.update(_index_argument(child) & names)
-            if _called_name(child) in COMPLEX_MARKS and _of_parameter(child, names):
+            if called_name(child) in COMPLEX_MARKS and _of_parameter(child, names):
                 complex_used = True
         elif isinstance(child, ast.Attribute) and child.attr in ("real", "imag"):
             complex_used = complex_used or _is_name_in(child.value, names)
@@ -147,8 +147,8 @@ def complex_marks(function: Any) -> frozenset[str]:
         return frozenset()
     found = set()
     for child in own_nodes(node):
-        if isinstance(child, ast.Call) and _called_name(child) in COMPLEX_MARKS:
-            found.add(_called_name(child))
+        if isinstance(child, ast.Call) and called_name(child) in COMPLEX_MARKS:
+            found.add(called_name(child))
         elif isinstance(child, ast.Attribute) and child.attr in ("real", "imag"):
             found.add(child.attr)
     return frozenset(found)
@@ -187,7 +187,7 @@ def _called_with_index(node: ast.AST) -> set[str]:
 
 
 def _index_argument(call: ast.Call) -> set[str]:
-    name = _called_name(call)
+    name = called_name(call)
     if name not in INDEX_CALLS:
         return set()
     position, keyword = INDEX_CALLS[name]
@@ -204,7 +204,7 @@ def _index_argument(call: ast.Call) -> set[str]:
 def _index_names(node: ast.AST) -> set[str]:
     """The names an index expression takes its indices from: not those whose values a call
     turns into indices (`scores.argmax(-1)`, `torch.topk(x, 2)`: scores are floats)."""
-    if isinstance(node, ast.Call) and _called_name(node) in VALUES_TO_INDICES:
+    if isinstance(node, ast.Call) and called_name(node) in VALUES_TO_INDICES:
         return set()
     if isinstance(node, ast.Name):
         return {node.id}
@@ -220,13 +220,6 @@ def _is_module(node: ast.AST) -> bool:
     while isinstance(root, ast.Attribute):
         root = root.value
     return isinstance(root, ast.Name) and root.id in ("torch", "F", "functional", "nn")
-
-
-def _called_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _names_in(node: ast.AST) -> set[str]:
@@ -260,8 +253,8 @@ def branch_points(*functions: Any) -> BranchPoints:
             continue
         skipped = _shape_literals(node)
         for child in own_nodes(node):
-            if isinstance(child, ast.Call) and _called_name(child) in BRANCH_POINTS:
-                found.add(BRANCH_POINTS[_called_name(child)])
+            if isinstance(child, ast.Call) and called_name(child) in BRANCH_POINTS:
+                found.add(BRANCH_POINTS[called_name(child)])
             if isinstance(child, ast.Compare):
                 strings |= _compared_strings(child)
             for operand in _compared(child):
@@ -313,7 +306,7 @@ def _compared(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Compare):
         operands: list[ast.AST] = [node.left, *node.comparators]
         return [] if any(_about_shape(operand) for operand in operands) else operands
-    if isinstance(node, ast.Call) and _called_name(node) in CLAMPS:
+    if isinstance(node, ast.Call) and called_name(node) in CLAMPS:
         return [*node.args, *(keyword.value for keyword in node.keywords)]
     return []
 
@@ -322,7 +315,7 @@ def _about_shape(node: ast.AST) -> bool:
     """An operand that reads a shape, not a value: `x.dim()`, `x.size(0)`, `len(x)`,
     `x.shape[-1]`, `x.ndim`."""
     for inner in ast.walk(node):
-        if isinstance(inner, ast.Call) and _called_name(inner) in SHAPE_READS:
+        if isinstance(inner, ast.Call) and called_name(inner) in SHAPE_READS:
             return True
         if isinstance(inner, ast.Attribute) and inner.attr in ("shape", "ndim"):
             return True
@@ -336,7 +329,7 @@ def _shape_literals(node: ast.AST) -> set[int]:
         if isinstance(child, ast.Subscript):
             skipped.update(id(inner) for inner in ast.walk(child.slice))
         elif isinstance(child, ast.Call):
-            if _called_name(child) in SHAPE_CALLS:  # its ints are dims, sizes or counts
+            if called_name(child) in SHAPE_CALLS:  # its ints are dims, sizes or counts
                 for argument in child.args:
                     skipped.update(_int_literals(argument))
             for keyword in child.keywords:

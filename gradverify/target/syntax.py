@@ -38,6 +38,14 @@ def _parsed(function: Any) -> FunctionNode | None:
     return node if isinstance(node, FunctionNode) else None
 
 
+def called_name(call: ast.Call) -> str:
+    """The name a call calls: `softmax` of `torch.softmax(x)` and of `x.softmax()`."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
 def literal_int(node: ast.AST) -> int | None:
     """The int a literal spells (`2`, `-1`), or None for anything else (a bool included)."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
