@@ -108,9 +108,8 @@ def _branch_arcs(file: str, line: int) -> tuple[str, int, int, int, tuple[Arc, .
     try:
         from coverage.parser import PythonParser
 
-        with open(file, encoding="utf-8") as handle:
-            source = handle.read()
-        span = _function_span(source, line)
+        source, tree = source_tree(file)
+        span = _function_span(tree, line)
         if span is None:
             return None
         parser = PythonParser(text=source, filename=file)
@@ -128,9 +127,19 @@ def _branch_arcs(file: str, line: int) -> tuple[str, int, int, int, tuple[Arc, .
     return file, def_line, start, end, tuple(sorted(branching))
 
 
-def _function_span(source: str, line: int) -> tuple[int, int, int] | None:
+@lru_cache(maxsize=64)
+def source_tree(file: str) -> tuple[str, ast.Module]:
+    """The text of `file` and its syntax tree (never to be changed), read once per process
+    for every reader of a backward's file (its arcs here, its tests in explore.aim); an
+    error reading or parsing it is raised, each time."""
+    with open(file, encoding="utf-8") as handle:
+        source = handle.read()
+    return source, ast.parse(source)
+
+
+def _function_span(tree: ast.Module, line: int) -> tuple[int, int, int] | None:
     """(first line with decorators, `def` line, last line) of the function defined at `line`."""
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             if line in (first, node.lineno) and node.end_lineno is not None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from gradverify.engine.branch_coverage import source_tree
 from gradverify.engine.explore.draws import (
     EDGES,
     SEED,
@@ -245,8 +246,7 @@ def _read(file: str, def_line: int) -> tuple[dict[int, tuple[ast.expr, int]], di
     """The `if`/`while` tests of the backward defined at `def_line` by line, with their body's
     first line; and the names backward reads that stand for forward's parameters."""
     try:
-        with open(file, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
+        _, tree = source_tree(file)
     except (OSError, SyntaxError, ValueError):
         return {}, {}
     for owner in ast.walk(tree):
