@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.docstrings import docstrings, documented, surrogate_phrase
@@ -300,10 +300,6 @@ def _int_of(node: ast.AST) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _is(node: ast.AST, names: set[str]) -> bool:
-    return isinstance(node, ast.Name) and node.id in names
-
-
 def _applied(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
     """The structure the ops forward applies ask of the parameters they are applied to,
     directly or through an assignment (`S = A + A.mT; torch.linalg.cholesky(S)`)."""
@@ -382,8 +378,3 @@ def _is_module(node: ast.AST) -> bool:
     while isinstance(root, ast.Attribute):
         root = root.value
     return isinstance(root, ast.Name) and root.id in ("torch", "linalg", "F", "np")
-
-
-def with_structure(contract: Contract, structure: str, reason: str) -> Contract:
-    """`contract` asking for `structure` (a call site or a trial run learned it)."""
-    return replace(contract, structure=structure, reasons=(*contract.reasons, reason))
