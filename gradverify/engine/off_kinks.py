@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from gradverify.inputs import fresh_copies, redraw_values
+from gradverify.numerics import seeded
 from gradverify.numerics.diagonal import diagonal_kinks, elementwise_output, is_elementwise
 from gradverify.numerics.kinks import OFFSETS, nondifferentiable_rows
 from gradverify.numerics.noise import faint_rows, noise_rows
@@ -55,7 +56,7 @@ def settle_inputs(
     if spec.gradient != "exact":
         return arguments, ()
     # On the CPU whatever the inputs' device: redraw_values draws there, as build_inputs does.
-    generator = torch.Generator(device="cpu").manual_seed((seed + 104_729) % (2**63))
+    generator = seeded.generator(seed + 104_729)
     settled = list(arguments)
     notes: list[str] = []
     for index, item in enumerate(case.inputs):
@@ -154,7 +155,7 @@ def grouped_near_kinks(
     float32) is no kink (`numerics/noise.py`): once seen, roughness as faint as it is ignored.
     """
     argument = probe[index]
-    generator = torch.Generator(device="cpu").manual_seed(0)
+    generator = seeded.generator(0)
     signs = torch.randint(0, 2, (argument.numel(),), generator=generator, device="cpu")
     direction = (signs * 2 - 1).to(device=argument.device, dtype=torch.float64)
     magnitude = probe[index].detach().abs().reshape(-1)

@@ -36,6 +36,7 @@ from gradverify.engine.explore.draws import (
 )
 from gradverify.engine.explore.numbers import number_indices, other_numbers
 from gradverify.inputs import KINK_MARGIN_EPS, build_inputs
+from gradverify.numerics import seeded
 from gradverify.results import Branches
 from gradverify.spec.models import Case, FunctionSpec, LiteralInput, TensorInput
 from gradverify.target.loaded import Target
@@ -103,7 +104,7 @@ def aimed_draws(
             return
         target = unrun[(number - 1) % len(unrun)]
         draw_seed = (seed * 1_000_037 + 104_729 * number) % (2**63)
-        generator = torch.Generator(device="cpu").manual_seed(draw_seed)
+        generator = seeded.generator(draw_seed)
         every = number % 2 == 0  # every element beyond the literal, or about half of them
         kind = "" if target.goals else GENERIC[(number - 1) % len(GENERIC)]
         other = numbers and (every or bool(kind))  # the generic draws always vary numbers

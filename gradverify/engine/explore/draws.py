@@ -17,6 +17,7 @@ import torch
 
 from gradverify.engine.explore.numbers import number_indices, other_numbers
 from gradverify.inputs import KINK_MARGIN_EPS, build_inputs
+from gradverify.numerics import seeded
 from gradverify.spec.models import COMPLEX_DTYPES, Case, FunctionSpec, TensorInput
 
 SEED, EDGES, TIES, SIGNS, SHAPE = "new seed", "edge values", "ties", "both signs", "another shape"
@@ -50,7 +51,7 @@ def draws(case: Case, spec: FunctionSpec, seed: int, count: int, inferred: bool)
     for number in range(1, count + 1):
         kind = kinds[(number - 1) % len(kinds)]
         draw_seed = (seed * 1_000_033 + 7_919 * number) % (2**63)
-        generator = torch.Generator(device="cpu").manual_seed(draw_seed)
+        generator = seeded.generator(draw_seed)
         drawn = other_shapes(case, generator) if kind == SHAPE else case
         other = numbers and number % 3 != 0  # one draw in three keeps the spec's numbers
         if other:
