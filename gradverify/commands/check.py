@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gradverify.commands.options import FORMAT_NAMES, OutputFormat
-from gradverify.commands.terminal import plea, use_color, width
+from gradverify.commands.terminal import plea, tell, use_color, width
 from gradverify.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -132,9 +132,9 @@ def _usage_messages(results: tuple[Result, ...]) -> list[str]:
 def _refuse(results: tuple[Result, ...]) -> None:
     """After the report: what could not be used, each once, on stderr (exit 2)."""
     messages = _usage_messages(results)
-    sys.stderr.write("".join(f"error: {message.splitlines()[0]}\n" for message in messages))
+    tell("".join(f"error: {message.splitlines()[0]}\n" for message in messages))
     count = f"{len(messages)} spec(s) or target(s)" if len(messages) != 1 else "1 spec or target"
-    sys.stderr.write(f"{count} could not be used (shown above); every other target was checked\n")
+    tell(f"{count} could not be used (shown above); every other target was checked\n")
 
 
 def _complete(report: Report, failed: list[Result], package: PackageWork | None) -> Report:
@@ -152,7 +152,7 @@ def _emit(
 
     terminal_format = OutputFormat.text if output is not None else output_format
     render_options = RenderOptions(color=use_color(), width=width(), quiet=quiet, verbose=verbose)
-    sys.stdout.write(FORMATS[terminal_format.value](report, render_options))
+    tell(FORMATS[terminal_format.value](report, render_options), "stdout")
     if output is not None:
         file_options = RenderOptions(quiet=quiet, verbose=verbose)
         write_report(output, FORMATS[output_format.value](report, file_options))
@@ -161,7 +161,7 @@ def _emit(
 def _plead(errors: int) -> None:
     """After the report: gradverify's own errors, each shown above with its traceback."""
     cases = f"{errors} case(s)" if errors != 1 else "1 case"
-    sys.stderr.write(plea(f" in {cases} (shown above with the traceback)") + "\n")
+    tell(plea(f" in {cases} (shown above with the traceback)") + "\n")
 
 
 def _package_work(

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from gradverify.commands.options import FORMAT_NAMES
-from gradverify.commands.terminal import use_color, width
+from gradverify.commands.terminal import tell, use_color, width
 from gradverify.exitcodes import ExitCode
 
 
@@ -33,7 +31,7 @@ def run_init(target: str, output: str | None, force: bool, isolation: bool) -> i
     if starter.report is not None:
         # As `check` shows it: a warning the summary counts is shown too.
         render_options = RenderOptions(color=use_color(), width=width())
-        sys.stdout.write(FORMATS["text"](starter.report, render_options))
+        tell(FORMATS["text"](starter.report, render_options), "stdout")
     for line in starter.advice:
         typer.echo(f"\n{line}")
     if starter.report is not None and starter.report.internal_errors:

@@ -20,6 +20,15 @@ def width() -> int:
     return max(60, min(Console(file=sys.stdout).width, 140)) if sys.stdout.isatty() else 100
 
 
+def tell(text: str, stream: str = "stderr") -> None:
+    """`text` written to sys.stdout or sys.stderr and flushed at once, so that what goes
+    to each stream keeps its order and every reader sees it (click 8.2.0's CliRunner, for
+    one, captures only what was flushed)."""
+    handle = sys.stderr if stream == "stderr" else sys.stdout
+    handle.write(text)
+    handle.flush()
+
+
 def plea(where: str = "") -> str:
     """What stderr says after a bug in gradverify (exit 3); `where` follows the version."""
     from gradverify._version import __version__
