@@ -119,12 +119,26 @@ def _branch_arcs(file: str, line: int) -> tuple[str, int, int, int, tuple[Arc, .
     except Exception:  # no coverage.py, no file, a parse coverage.py refuses: not measured
         return None
     start, def_line, end = span
+    statements = _branching_lines(tree)
     branching = {
-        arc for arc in arcs if start <= arc[0] <= end and exits.get(arc[0], 0) > 1 and arc[0] > 0
+        arc
+        for arc in arcs
+        if start <= arc[0] <= end and exits.get(arc[0], 0) > 1 and arc[0] in statements
     }
     if not branching:
         return None  # no branch to report
     return file, def_line, start, end, tuple(sorted(branching))
+
+
+# The statements that choose a way on. coverage.py 7.2 (the bottom of the declared range)
+# also counts a decorated `def`, a comprehension and a lambda as having several ways on;
+# those are not branches.
+_BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Match)
+
+
+def _branching_lines(tree: ast.Module) -> frozenset[int]:
+    """The lines on which an if, for, while or match statement starts."""
+    return frozenset(node.lineno for node in ast.walk(tree) if isinstance(node, _BRANCHING))
 
 
 @lru_cache(maxsize=64)
