@@ -90,6 +90,57 @@ def buffers_at_call_sites(target: Target) -> dict[int, str]:
     return {index: where for index, where in calls[0].items() if all(index in c for c in calls)}
 
 
+@dataclass(frozen=True)
+class Caller:
+    """A class or function of the package whose body calls the Function (`Fn.apply(...)`)."""
+
+    name: str
+    where: str  # file:line of the call
+    docstring: str
+
+
+def callers(target: Target) -> list[Caller]:
+    """Each call site's innermost enclosing function and class that have a docstring: the
+    code that uses the Function, and may say what its backward gives (`Use only with
+    natural gradient descent`)."""
+    if not target.is_function or not isinstance(target.obj, type):
+        return []
+    own = _source_path(target.obj)
+    if own is None:
+        return []
+    found: dict[tuple[str, str], Caller] = {}
+    for path in _package_files(own):
+        calls = _apply_calls(path, target.obj.__name__)
+        tree = _tree(path) if calls else None
+        if tree is None:
+            continue
+        for call in calls:
+            where = f"{path.name}:{call.lineno}"
+            for kind in (ast.ClassDef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                enclosing = _innermost(tree, call.lineno, kind)
+                text = ast.get_docstring(enclosing) if enclosing is not None else None
+                if enclosing is not None and text:
+                    key = (path.name, enclosing.name)
+                    found.setdefault(key, Caller(enclosing.name, where, text))
+    return list(found.values())
+
+
+def _innermost(
+    tree: ast.Module, line: int, kind: type[ast.AST] | tuple[type[ast.AST], ...]
+) -> ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost definition of `kind` whose lines hold `line`."""
+    best: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, kind) or not isinstance(
+            node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+        ):
+            continue
+        end = node.end_lineno or node.lineno
+        if node.lineno <= line <= end and (best is None or node.lineno > best.lineno):
+            best = node
+    return best
+
+
 def _self_attribute(argument: ast.AST) -> str | None:
     """`name` for an argument written `self.name`."""
     if (

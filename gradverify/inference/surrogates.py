@@ -41,6 +41,7 @@ _SURROGATE_NAME = re.compile(
 # parameters than forward's, on purpose: natural gradient descent).
 _NATURAL = re.compile(r"\bnatural[- ]gradient", re.IGNORECASE)
 NAMED = "its name "
+CALLER = "its caller "  # Inference.surrogate's prefix for what the code calling it says
 # Inference.surrogate's prefix for a parameter only backward reads (a gradient's scale).
 STEERED = (
     "only backward reads "  # Inference.surrogate's prefix for a surrogate its class name declares
@@ -60,6 +61,10 @@ def surrogate_note(surrogate: str) -> str:
         return f"Its name, {name}, says backward is a surrogate: checked as `gradient: surrogate`"
     if surrogate == PASSES_THROUGH:
         return f"Checked as a straight-through estimator, `gradient: surrogate`: {PASSES_THROUGH}"
+    if surrogate.startswith(CALLER):
+        return (
+            f"The docstring of {surrogate.removeprefix('its ')}: checked as `gradient: surrogate`"
+        )
     return f"The docstring says {surrogate!r}: checked as `gradient: surrogate`"
 
 
@@ -71,6 +76,8 @@ def surrogate_comment(surrogate: str) -> str:
         return f"{surrogate} says so"
     if surrogate == PASSES_THROUGH:
         return f"a straight-through estimator: {PASSES_THROUGH}"
+    if surrogate.startswith(CALLER):
+        return f"the docstring of {surrogate.removeprefix('its ')}"
     return f"the docstring says {surrogate!r}"
 
 
@@ -84,12 +91,23 @@ def named_surrogate(target: Target) -> str | None:
 
 
 def natural_gradient(target: Target) -> str | None:
-    """`natural gradient` where the Function's docstrings say backward gives one; else None."""
+    """`natural gradient` where the Function's docstrings say backward gives one, or
+    `its caller Model (model.py:65) says 'natural gradient'` where the docstring of the
+    function or class that calls it does (a Function built for natural gradient descent is
+    often documented only where it is used); else None."""
+    from gradverify.inference.call_sites import callers
+
     if target.op is not None or not target.is_function:
         return None
     methods = (getattr(target.obj, name, None) for name in ("forward", "backward"))
     found = _NATURAL.search("\n".join(docstrings(target.obj, *methods)))
-    return found.group(0) if found else None
+    if found:
+        return found.group(0)
+    for caller in callers(target):
+        said = _NATURAL.search(caller.docstring)
+        if said:
+            return f"{CALLER}{caller.name} ({caller.where}) says {said.group(0)!r}"
+    return None
 
 
 def steering(target: Target) -> str | None:

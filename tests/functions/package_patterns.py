@@ -191,6 +191,33 @@ class NaturalStep(Function):
         return grad * 1.0
 
 
+class ExpToMeanParameters(Function):
+    """exp(theta), mapping a natural parameter to a mean parameter."""
+
+    @staticmethod
+    def forward(ctx: Any, theta: torch.Tensor) -> torch.Tensor:
+        return theta.exp()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 1.0  # the gradient with respect to the mean parameter, as its caller says
+
+
+class ExpToMeanParametersUncalled(ExpToMeanParameters):
+    """The same Function, which no documented code calls: its backward is simply wrong."""
+
+
+class NaturalParameterModel:
+    """A model trained only with natural gradient descent: its parameter's gradient is taken
+    with respect to the mean parameter, not the natural one."""
+
+    def __init__(self, theta: torch.Tensor) -> None:
+        self.theta = theta
+
+    def mean(self) -> torch.Tensor:
+        return ExpToMeanParameters.apply(self.theta)
+
+
 class SparseTimesDense(Function):
     """sparse @ dense for a sparse (COO) matrix and a dense one; the sparse operand gets no
     gradient (None), as in sparse-dense products of real packages."""

@@ -105,6 +105,15 @@ def test_a_docstring_saying_natural_gradient_is_a_surrogate() -> None:
     assert "natural gradient" in note
 
 
+def test_a_caller_documenting_natural_gradient_descent_makes_a_surrogate() -> None:
+    report, note = zero_config("ExpToMeanParameters")  # only its caller's docstring says so
+    assert not failed(report)
+    assert "NaturalParameterModel (package_patterns.py:" in note and "natural gradient" in note
+    report, note = zero_config("ExpToMeanParametersUncalled")  # the same code, undocumented
+    assert "finite_difference" in failed(report)
+    assert "surrogate" not in note
+
+
 def test_a_sparse_operand_is_a_constant_never_differentiated() -> None:
     for name in ("SparseTimesDense", "AdjacencyMix"):
         first = infer(load_target(f"{FUNCTIONS}:{name}")).choices[0]
