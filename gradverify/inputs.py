@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from gradverify.errors import GradverifyError
+from gradverify.errors import GradverifyError, TargetError
 from gradverify.spec.models import CallableInput, Case, LiteralInput, TensorInput
+from gradverify.target.loading import load_object
 
 _ALIASES = {
     "half": "float16",
@@ -59,7 +59,7 @@ def build_inputs(
     """
     generator = torch.Generator(device="cpu").manual_seed(case_seed(seed, case.name))
     arguments: list[Any] = []
-    for item in case.inputs:
+    for index, item in enumerate(case.inputs):
         if isinstance(item, TensorInput):
             tensor = _tensor(item, generator)
             if (
@@ -73,7 +73,7 @@ def build_inputs(
         elif isinstance(item, LiteralInput):
             arguments.append(item.value)
         elif isinstance(item, CallableInput):
-            arguments.append(imported(item.callable))
+            arguments.append(imported(item.callable, f"inputs[{index}]"))
         else:
             arguments.append(item)
     return tuple(arguments)
@@ -92,13 +92,14 @@ def _tensor(spec: TensorInput, generator: torch.Generator) -> torch.Tensor:
     return tensor.requires_grad_(spec.wants_grad)
 
 
-def imported(path: str) -> Any:
-    """The object a `module:attr` path names (`torch:sin`, `torch.nn.functional:softplus`)."""
-    module, _, attribute = path.partition(":")
-    found: Any = importlib.import_module(module)
-    for part in attribute.split("."):
-        found = getattr(found, part)
-    return found
+def imported(path: str, key: str = "callable") -> Any:
+    """The object a `module:attr` path names (`torch:sin`, `torch.nn.functional:softplus`);
+    a path that does not import is the spec's error at `key` (CallableNotFound), never ours."""
+    try:
+        return load_object(path)
+    except TargetError as error:
+        message = f"{key}: {{callable: {path}}} cannot be imported: {error.message}"
+        raise CallableNotFound(message) from None
 
 
 def structured(drawn: torch.Tensor, structure: str) -> torch.Tensor:
@@ -176,6 +177,10 @@ def _random(
     if dtype.is_complex:
         return torch.complex(uniform(), uniform()).to(dtype)
     return uniform().to(dtype)
+
+
+class CallableNotFound(GradverifyError):
+    """A `{callable: module:attr}` input that does not import."""
 
 
 class NoSuchDevice(GradverifyError):

@@ -122,6 +122,29 @@ def test_the_real_command_says_the_same_without_isolation_too(tmp_path):
         assert "Traceback" not in completed.stderr and completed.stdout == ""
 
 
+@pytest.mark.parametrize("isolation", ["--isolation", "--no-isolation"])
+def test_a_callable_that_does_not_import_is_the_spec_error_at_its_case(tmp_path, isolation):
+    """A misspelt `{callable: ...}` names the file, line, case and input, and what is
+    missing; the case beside it that imports still runs."""
+    spec = _spec(
+        tmp_path,
+        "target: tests.functions.contracts:ApplyFn\n"
+        "cases:\n"
+        "  - name: good\n"
+        '    inputs: [{callable: "torch:sin"}, {shape: [3]}]\n'
+        "  - name: misspelt\n"
+        '    inputs: [{callable: "torch:sinn"}, {shape: [3]}]\n',
+    )
+    result = invoke("check", "--no-cache", isolation, str(spec))
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert (
+        f"error: {spec}:5: case 'misspelt': inputs[0]: {{callable: torch:sinn}} cannot be "
+        "imported: 'torch' has no attribute 'sinn' (did you mean 'sin'?)"
+    ) in result.stderr
+    assert "internal error" not in result.output and "Traceback" not in result.output
+    assert "case good" in result.stdout
+
+
 @pytest.mark.parametrize(
     ("target", "inputs", "expected"),
     [

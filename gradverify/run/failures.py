@@ -80,6 +80,8 @@ def unusable(task: Task, message: str, not_loaded: bool) -> Result:
             text = SpecIssue(entry.file, entry.line, None, "target", text).render()
         return usage_error(target, NOT_LOADED_CASE, text, entry.file, entry.line, LOADING_HINT)
     line = entry.case_lines.get(task.case, entry.line)
+    if entry.file is not None and not message.startswith(entry.file):  # where, as a spec error
+        message = SpecIssue(entry.file, line, None, f"case {task.case!r}", message).render()
     return usage_error(target, task.case, message, entry.file, line, CASE_HINT)
 
 

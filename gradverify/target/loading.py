@@ -43,6 +43,16 @@ def load_target(spec: str) -> Target:
     return _describe(spec, _resolve(spec, module, form.attribute))
 
 
+def load_object(path: str) -> Any:
+    """The object a `module:attr` path names (`torch:sin`, `mypkg.ops:rhs`); TargetError,
+    naming what is missing, on any failure."""
+    module_part, _, attribute = path.partition(":")
+    if not module_part or not attribute:
+        raise TargetError(path, "expected module:attribute (`torch:sin`)")
+    _make_cwd_importable()
+    return _resolve(path, _import(path, module_part), attribute)
+
+
 def target_of(obj: Any, name: str | None = None) -> Target:
     """A Target for an object already in hand (the Python API); named `module:qualname`
     (an op `module:ns::name`) unless `name`."""
