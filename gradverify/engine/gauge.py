@@ -1,0 +1,136 @@
+"""A backward right for a subspace, not for its basis, is the Function's contract, not a bug:
+an output B (..., n, k) with orthonormal columns (eigenvectors, singular vectors, a
+null-space basis) is defined only up to a rotation within the subspace it spans, and a
+backward may, as torch.linalg.eigh's and svd's do, differentiate that subspace only. The
+gradient checks compare it with finite differences of B itself and fail it. So a
+first-order failure about such an output is checked again on gauge-invariant functions of B
+(<W, B Bᵀ>, gradverify.numerics.gauge): where backward agrees there (and on the other
+outputs), the failure becomes a warning that says so; where it does not, it stays, and
+says it is wrong for the subspace too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from gradverify.inputs import fresh_copies
+from gradverify.numerics import gauge
+from gradverify.numerics.compare import Comparison
+from gradverify.numerics.jacobian import call_forward, element_words, unravel
+from gradverify.numerics.salts import Salt
+from gradverify.results import Result, Status
+from gradverify.spec.models import FunctionSpec
+from gradverify.target.loaded import Target
+from gradverify.usercode import UserCodeError
+
+CHECKS = frozenset({"finite_difference", "gradcheck", "func"})
+INTENDED = (
+    "As torch.linalg.eigh and svd, backward assumes the loss does not depend on the choice of "
+    "basis within the subspace; if that is intended, say so with `gradient: surrogate` in a "
+    "spec (`expected_gradient:` then compares backward with the gradient you intend)"
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """backward on gauge-invariant functions of the bases, for one argument."""
+
+    bases: tuple[int, ...]
+    subspace: Comparison
+    others: Comparison | None  # the outputs that are no bases (None: there are none)
+
+
+class GaugeBases:
+    """Judges the first-order failures of one case about outputs that are orthonormal bases."""
+
+    def __init__(
+        self, target: Target, spec: FunctionSpec, arguments: Sequence[Any], seed: int
+    ) -> None:
+        self.target, self.spec, self.seed = target, spec, seed
+        self.arguments = fresh_copies(arguments, torch.float64)
+        self._bases: tuple[int, ...] | None = None
+        self._verdicts: dict[int, Verdict | None] = {}
+
+    def judge(self, results: list[Result]) -> list[Result]:
+        """`results`, a first-order failure that backward gets right for the subspace turned
+        into a warning, one wrong for the subspace too saying so."""
+        return [self._judged(result) for result in results]
+
+    def _judged(self, result: Result) -> Result:
+        index = result.input_index
+        if result.status is not Status.FAIL or result.check not in CHECKS or index is None:
+            return result
+        if self.spec.gradient != "exact" or result.internal or result.usage:
+            return result
+        if result.explored is not None and result.explored.found:  # another draw's inputs
+            return result
+        bases = self._orthonormal()
+        if not bases or (result.output_index is not None and result.output_index not in bases):
+            return result
+        if index not in self._verdicts:
+            self._verdicts[index] = self._verdict(index, bases)
+        verdict = self._verdicts[index]
+        if verdict is None or (verdict.others is not None and not verdict.others.ok):
+            return result
+        name = result.input_name or f"argument {index}"
+        which = _outputs(verdict.bases)
+        if not verdict.subspace.ok:
+            wrong = _wrong(verdict.subspace, self.arguments[index], name, which)
+            return replace(
+                result, message=f"{result.message}; wrong also for the subspace: {wrong}"
+            )
+        message = (
+            f"backward is right for functions of the subspace that {which}'s columns span "
+            f"(B Bᵀ), not for the basis B itself: the gradient of <W, B Bᵀ> for {name} agrees "
+            f"with central differences for {gauge.DRAWS} random symmetric W. {INTENDED}. "
+            f"On the basis itself: {result.message}"
+        )
+        return replace(result, status=Status.WARN, message=message, hint=None)
+
+    def _orthonormal(self) -> tuple[int, ...]:
+        if self._bases is None:
+            try:
+                with torch.enable_grad():  # which outputs are differentiable
+                    outputs = call_forward(self.target.call, self.arguments)
+                self._bases = gauge.orthonormal_bases(outputs)
+            except UserCodeError:  # forward failing here leaves the findings as they were
+                self._bases = ()
+        return self._bases
+
+    def _verdict(self, index: int, bases: tuple[int, ...]) -> Verdict | None:
+        argument = self.arguments[index]
+        if not isinstance(argument, torch.Tensor) or argument.dtype != torch.float64:
+            return None
+        tolerance = self.spec.tolerance
+        steps = (tolerance.eps, tolerance.atol, tolerance.rtol)
+        seed = self.seed + 7919 * (Salt.GAUGE_WEIGHTS + index)
+        call = self.target.call
+        try:
+            subspace = gauge.subspace_comparison(call, self.arguments, index, bases, steps, seed)
+            others = gauge.others_comparison(call, self.arguments, index, bases, steps, seed)
+        except UserCodeError:  # the user's code failing here leaves the finding as it was
+            return None
+        return Verdict(bases, subspace, others)
+
+
+def _outputs(bases: Sequence[int]) -> str:
+    """`output 0`, `outputs 0 and 2`."""
+    if len(bases) == 1:
+        return f"output {bases[0]}"
+    return f"outputs {', '.join(str(b) for b in bases[:-1])} and {bases[-1]}"
+
+
+def _wrong(comparison: Comparison, argument: torch.Tensor, name: str, which: str) -> str:
+    """Where backward's gradient of <W, B Bᵀ> is off, in words."""
+    if argument.numel() <= gauge.MOST_ELEMENTS:
+        where = f"at {element_words(unravel(comparison.column, argument.shape))}"
+    else:
+        where = f"along a random direction ({comparison.mismatched} of {comparison.total} off)"
+    return (
+        f"the gradient of <W, B Bᵀ> (B: {which}) for {name} is off {where}: analytical "
+        f"{comparison.analytical:.6g}, numerical {comparison.numerical:.6g}"
+    )
