@@ -31,7 +31,8 @@ CHECKS = frozenset({"finite_difference", "gradcheck", "func"})
 INTENDED = (
     "As torch.linalg.eigh and svd, backward assumes the loss does not depend on the choice of "
     "basis within the subspace; if that is intended, say so with `gradient: surrogate` in a "
-    "spec (`expected_gradient:` then compares backward with the gradient you intend)"
+    "spec (`expected_gradient:` then compares backward with the gradient you intend; "
+    "docs/checks.md#bases-of-a-subspace)"
 )
 
 
