@@ -25,7 +25,6 @@ from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.spec.models import FunctionSpec
 from gradverify.target.loaded import Target
-from gradverify.usercode import UserCodeError
 
 CHECKS = frozenset({"finite_difference", "gradcheck", "func"})
 INTENDED = (
@@ -52,7 +51,8 @@ class GaugeBases:
         self, target: Target, spec: FunctionSpec, arguments: Sequence[Any], seed: int
     ) -> None:
         self.target, self.spec, self.seed = target, spec, seed
-        self.arguments = fresh_copies(arguments, torch.float64)
+        self._given = arguments
+        self._copies: tuple[Any, ...] | None = None
         self._bases: tuple[int, ...] | None = None
         self._verdicts: dict[int, Verdict | None] = {}
 
@@ -92,13 +92,20 @@ class GaugeBases:
         )
         return replace(result, status=Status.WARN, message=message, hint=None)
 
+    @property
+    def arguments(self) -> tuple[Any, ...]:
+        """The case's arguments in float64, copied only once a failure asks for them."""
+        if self._copies is None:
+            self._copies = fresh_copies(self._given, torch.float64)
+        return self._copies
+
     def _orthonormal(self) -> tuple[int, ...]:
         if self._bases is None:
             try:
                 with torch.enable_grad():  # which outputs are differentiable
                     outputs = call_forward(self.target.call, self.arguments)
                 self._bases = gauge.orthonormal_bases(outputs)
-            except UserCodeError:  # forward failing here leaves the findings as they were
+            except Exception:  # forward failing here leaves the findings as they were
                 self._bases = ()
         return self._bases
 
@@ -113,7 +120,7 @@ class GaugeBases:
         try:
             subspace = gauge.subspace_comparison(call, self.arguments, index, bases, steps, seed)
             others = gauge.others_comparison(call, self.arguments, index, bases, steps, seed)
-        except UserCodeError:  # the user's code failing here leaves the finding as it was
+        except Exception:  # the user's code failing here leaves the finding as it was
             return None
         return Verdict(bases, subspace, others)
 
