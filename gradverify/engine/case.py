@@ -23,6 +23,7 @@ from gradverify.engine.explore import budget
 from gradverify.engine.folding import fold
 from gradverify.engine.gauge import GaugeBases
 from gradverify.engine.off_kinks import settle_inputs
+from gradverify.engine.random_forward import RandomForward
 from gradverify.engine.repeatable import cuda_devices, repeatable
 from gradverify.engine.structured import StructuredInputs
 from gradverify.inference.zeroconfig import CASE as INFERRED_CASE_NAME
@@ -98,6 +99,7 @@ def run_case(
             return _told(observer, _case_fails(context, checks, message)), ()
         context = replace(context, arguments=arguments)
         structured = StructuredInputs(job.target, case, spec, arguments)
+        random_forward = RandomForward(context)
         bases = GaugeBases(job.target, spec, arguments, this_seed)
         results: list[Result] = []
         measured = measured_checks(checks)
@@ -124,7 +126,7 @@ def run_case(
             produced = with_branches(produced, ran)  # after explore, which may replace them
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
-            timed = bases.judge(structured.judge(fold(results, timed)))
+            timed = bases.judge(structured.judge(fold(results, random_forward.judge(timed))))
             results.extend(timed)
             if observer is not None:
                 observer.check_finished(timed)

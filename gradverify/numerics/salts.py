@@ -26,3 +26,4 @@ class Salt(IntEnum):
     DIAGONAL_PROBE = 6_007  # a seed of its own (not mixed with the case's seed)
     OWN_PRECISION_DIRECTIONS = 7_001  # finite_difference's float32 directions u and weights v
     GAUGE_WEIGHTS = 8_001  # + the argument's index: the W of <W, B Bᵀ> (numerics/gauge.py)
+    EXPECTATION = 9_001  # a random forward's seeds, directions and weights (expectation.py)

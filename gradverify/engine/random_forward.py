@@ -1,0 +1,120 @@
+"""A random forward whose backward is an unbiased estimator is not a bug.
+
+The gradient checks run forward with the same random numbers in every call, so finite
+differences measure the derivative of one sample (`loc + scale * eps` at this eps). Some
+Functions draw random numbers in forward and return from backward another unbiased
+estimator of the derivative of forward's expectation (pyro's optimal-transport sampler for
+`scale_tril`, control variates): not this sample's derivative, right on average. So a
+first-order failure about an argument of a forward that gives other outputs under other
+seeds is judged again in expectation (gradverify.numerics.expectation): where backward's
+mean over many forward seeds agrees with the mean pathwise derivative, the failure becomes
+a warning that says so (a pass where the spec declares `gradient: approximate`); where the
+means disagree, it stays, with that evidence. A deterministic forward is never judged so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import torch
+
+from gradverify.checks.shared.case import CaseContext
+from gradverify.numerics.expectation import (
+    DRAWS,
+    Expectation,
+    OverBudget,
+    expectation,
+    varies_with_seed,
+)
+from gradverify.numerics.salts import Salt
+from gradverify.results import Result, Status
+
+FIRST_ORDER = frozenset({"finite_difference", "gradcheck"})
+BUDGET_SECONDS = 10.0  # per argument; a slower forward leaves the failure as it is
+
+
+class RandomForward:
+    """Judges the first-order failures of one case whose forward draws random numbers."""
+
+    def __init__(self, context: CaseContext) -> None:
+        self.context = context
+        self._random: bool | None = None
+        self._verdicts: dict[int, Expectation | str | None] = {}  # str: why not judged
+
+    def judge(self, results: Sequence[Result]) -> list[Result]:
+        """`results`, a first-order failure of a random forward's backward that is right on
+        average turned into a warning (a pass under `gradient: approximate`)."""
+        return [self._judged(result) for result in results]
+
+    def _judged(self, result: Result) -> Result:
+        index = result.input_index
+        if result.status is not Status.FAIL or result.check not in FIRST_ORDER or index is None:
+            return result
+        if result.explored is not None and result.explored.found:
+            return result  # a further draw's inputs, not the case's
+        if not self._is_random():
+            return result
+        if index not in self._verdicts:
+            self._verdicts[index] = self._measured(index)
+        verdict = self._verdicts[index]
+        if verdict is None:
+            return result
+        if isinstance(verdict, str):
+            return replace(result, notes=(*result.notes, verdict))
+        if not verdict.agrees:
+            biased = f"forward is random, and backward is biased on average: {verdict.describe()}"
+            return replace(result, notes=(*result.notes, biased))
+        return self._unbiased(result, verdict)
+
+    def _unbiased(self, result: Result, verdict: Expectation) -> Result:
+        name = result.input_name or f"argument {result.input_index}"
+        said = (
+            f"forward is random; backward's gradient of {name} is not the derivative of this "
+            f"sample, but agrees with it on average over {verdict.draws} draws (an unbiased "
+            f"estimator, e.g. optimal-transport or control-variate)"
+        )
+        numbers = (*result.notes, verdict.describe(), f"on this sample: {result.message}")
+        if self.context.spec.gradient == "approximate":
+            return replace(
+                result, status=Status.PASS, message=f"{said}, as `gradient: approximate` says",
+                hint=None, notes=numbers, mismatch_map=None,
+            )  # fmt: skip
+        hint = (
+            "if an estimator other than the sample's derivative is intended, declare "
+            "`gradient: approximate`; if backward should differentiate the sample it returns "
+            "(a dropout mask, a reparameterized draw), it is a bug"
+        )
+        return replace(result, status=Status.WARN, message=said, hint=hint, notes=numbers)
+
+    def _is_random(self) -> bool:
+        if self._random is None:
+            try:
+                self._random = varies_with_seed(self.context.target.call, self.context.arguments)
+            except Exception:  # the user's code failing here leaves the findings as they were
+                self._random = False
+        return self._random
+
+    def _measured(self, index: int) -> Expectation | str | None:
+        """The verdict in expectation, why there is none (str), or None: not applicable."""
+        context = self.context
+        argument = context.arguments[index]
+        if not isinstance(argument, torch.Tensor) or not argument.is_floating_point():
+            return None
+        tolerance = context.tolerance
+        rtol = tolerance.rtol
+        if context.spec.gradient == "approximate":
+            rtol = max(rtol, context.spec.allowed_error)
+        generator = context.generator(Salt.EXPECTATION)
+        try:
+            return expectation(
+                context.target.call, context.arguments, index, generator, tolerance.eps,
+                (tolerance.atol, rtol), BUDGET_SECONDS,
+            )  # fmt: skip
+        except OverBudget as over:
+            return (
+                f"forward is random; backward was not judged on average over {DRAWS} draws: "
+                f"{over} (at most {BUDGET_SECONDS:g} s for all)"
+            )
+        except Exception:  # the user's code failing here leaves the finding as it was
+            return None

@@ -1,0 +1,167 @@
+"""A random forward whose backward is an unbiased estimator of the derivative of forward's
+expectation (not the derivative of the sample it returns) is a warning, not a failure; a
+biased one still fails, with the evidence (gradverify.engine.random_forward)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from typer.testing import CliRunner
+
+from gradverify.cli import app
+from gradverify.exitcodes import ExitCode
+from gradverify.numerics.expectation import DRAWS, varies_with_seed
+from gradverify.results import Status
+from tests.functions import correct, estimators
+
+SPEC = """
+target: tests.functions.estimators:{name}
+{extra}
+cases:
+  - name: sample
+    inputs: {inputs}
+"""
+ONE = "[{shape: [6]}]"
+TWO = "[{shape: [5]}, {shape: []}]"  # loc, scale
+FIRST_ORDER = ("finite_difference", "gradcheck")
+UNBIASED = f"agrees with it on average over {DRAWS} draws"
+BIASED = "forward is random, and backward is biased on average"
+
+
+def verdicts(report, index=None):
+    """check -> the first-order result about argument `index` (each of them)."""
+    return {
+        r.check: r
+        for r in report.results
+        if r.check in FIRST_ORDER and (index is None or r.input_index == index)
+    }
+
+
+def run(run_spec, name, inputs=ONE, extra=""):
+    return run_spec(SPEC.format(name=name, extra=extra, inputs=inputs))
+
+
+def test_an_unbiased_estimator_of_a_random_forward_warns(run_spec):
+    report = run(run_spec, "UnbiasedScale")
+    found = verdicts(report)
+    assert set(found) == set(FIRST_ORDER)
+    for result in found.values():
+        assert result.status is Status.WARN, result.message
+        assert result.message.startswith("forward is random; backward's gradient of x is not")
+        assert UNBIASED in result.message
+        assert "`gradient: approximate`" in result.hint
+        assert any("standard errors" in note for note in result.notes)
+        assert any(note.startswith("on this sample: gradient of") for note in result.notes)
+    assert found["gradcheck"].same_as == "finite_difference"  # said once
+    assert not any(r.failed for r in report.results)
+
+
+def test_its_pathwise_twin_passes_without_being_judged_in_expectation(run_spec):
+    # the control: backward is the derivative of the sample, so nothing fails to judge
+    found = verdicts(run(run_spec, "PathwiseScale"))
+    assert {r.status for r in found.values()} == {Status.PASS}
+    assert not any(UNBIASED in r.message for r in found.values())
+    # ...while its unbiased twin, the same forward, is judged so
+    assert verdicts(run(run_spec, "UnbiasedScale"))["finite_difference"].status is Status.WARN
+
+
+def test_a_biased_estimator_still_fails_with_the_evidence(run_spec):
+    found = verdicts(run(run_spec, "BiasedScale"))
+    for result in found.values():
+        assert result.status is Status.FAIL
+        assert result.input_name == "x"
+        assert result.message.startswith("gradient of argument 0 (x) is wrong at element")
+        (note,) = [note for note in result.notes if BIASED in note]
+        assert f"over {DRAWS} draws" in note
+
+
+def test_a_sampler_warns_on_its_unbiased_scale_only(run_spec):
+    report = run(run_spec, "TransportSampler", TWO)
+    loc, scale = verdicts(report, 0), verdicts(report, 1)
+    assert loc["finite_difference"].status is Status.PASS
+    for result in scale.values():
+        assert result.status is Status.WARN, result.message
+        assert result.input_name == "scale"
+        assert "backward's gradient of scale is not the derivative of this sample" in result.message
+    assert not any(r.failed for r in report.results)
+
+
+def test_a_bug_on_the_samplers_loc_fails_beside_the_scale_warning(run_spec):
+    report = run(run_spec, "TransportSamplerLocBug", TWO)
+    loc, scale = verdicts(report, 0), verdicts(report, 1)
+    for result in loc.values():
+        assert result.status is Status.FAIL
+        assert result.message.startswith("gradient of argument 0 (loc) is wrong")
+        assert any(BIASED in note for note in result.notes)
+    assert {r.status for r in scale.values()} == {Status.WARN}
+
+
+def test_a_biased_scale_estimator_still_fails(run_spec):
+    scale = verdicts(run(run_spec, "TransportSamplerScaleBug", TWO), 1)
+    for result in scale.values():
+        assert result.status is Status.FAIL
+        assert result.input_name == "scale"
+        assert any(BIASED in note for note in result.notes)
+
+
+def test_declared_approximate_passes_an_unbiased_estimator_and_fails_a_biased_one(run_spec):
+    extra = "gradient: approximate"
+    unbiased = verdicts(run(run_spec, "TransportSampler", TWO, extra), 1)["finite_difference"]
+    assert unbiased.status is Status.PASS, unbiased.message
+    assert UNBIASED in unbiased.message
+    assert "as `gradient: approximate` says" in unbiased.message
+    biased = verdicts(run(run_spec, "TransportSamplerScaleBug", TWO, extra), 1)
+    assert biased["finite_difference"].status is Status.FAIL
+    assert any(BIASED in note for note in biased["finite_difference"].notes)
+
+
+def json_check(*arguments: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(
+        app, ["check", *arguments, "--no-isolation", "--no-cache", "--format", "json"]
+    )
+    return result.exit_code, json.loads(result.stdout)
+
+
+def first_order(document: dict) -> dict[tuple[str, int], str]:
+    return {
+        (r["check"], r["input_index"]): r["status"]
+        for r in document["results"]
+        if r["check"] in FIRST_ORDER
+    }
+
+
+def test_zero_config_through_the_cli(in_repo):
+    code, document = json_check("tests.functions.estimators:TransportSampler")
+    assert code == ExitCode.OK
+    assert first_order(document) == {
+        ("finite_difference", 0): "pass",
+        ("finite_difference", 1): "warn",
+        ("gradcheck", 1): "warn",
+    }
+    code, document = json_check("tests.functions.estimators:TransportSamplerLocBug")
+    assert code == ExitCode.FAILED
+    assert first_order(document)[("finite_difference", 0)] == "fail"
+    assert first_order(document)[("finite_difference", 1)] == "warn"
+
+
+def test_a_spec_through_the_cli(in_repo, tmp_path: Path):
+    spec = tmp_path / "sampler.yaml"
+    spec.write_text(SPEC.format(name="UnbiasedScale", extra="", inputs=ONE), encoding="utf-8")
+    code, document = json_check(str(spec))
+    assert code == ExitCode.OK
+    assert set(first_order(document).values()) == {"warn"}
+    spec.write_text(SPEC.format(name="BiasedScale", extra="", inputs=ONE), encoding="utf-8")
+    code, document = json_check(str(spec))
+    assert code == ExitCode.FAILED
+    assert set(first_order(document).values()) == {"fail"}
+
+
+def test_only_a_forward_that_changes_with_the_seed_is_random():
+    x = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    assert varies_with_seed(estimators.UnbiasedScale.apply, (x,))
+    assert not varies_with_seed(correct.Square.apply, (x,))
+    state = torch.random.get_rng_state()
+    varies_with_seed(estimators.UnbiasedScale.apply, (x,))
+    assert torch.equal(torch.random.get_rng_state(), state)  # the caller's RNG untouched
