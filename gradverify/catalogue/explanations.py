@@ -322,7 +322,12 @@ biased estimator stays off however many runs are averaged):
   samples: 64
 
 When one run of a varying backward is above max_error, the hint suggests a number of
-samples from the spread it measured.""",
+samples from the spread it measured.
+
+A forward that draws random numbers (a sampler) whose backward is an unbiased estimator
+other than the sample's derivative (optimal transport, a control variate) is judged on
+average over 256 forward seeds: in this mode it passes where the means agree; in exact mode
+it is a warning that points here. Where the means disagree it fails in both.""",
     ),
     "kinks": (
         "non-differentiable points (ReLU at 0, a clamp at its bounds) and how they are judged",

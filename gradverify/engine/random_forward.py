@@ -82,8 +82,9 @@ class RandomForward:
             )  # fmt: skip
         hint = (
             "if an estimator other than the sample's derivative is intended, declare "
-            "`gradient: approximate`; if backward should differentiate the sample it returns "
-            "(a dropout mask, a reparameterized draw), it is a bug"
+            "`gradient: approximate` (gradverify explain approximate); if backward should "
+            "differentiate the sample it returns (a dropout mask, a reparameterized draw), "
+            "it is a bug"
         )
         return replace(result, status=Status.WARN, message=said, hint=hint, notes=numbers)
 
