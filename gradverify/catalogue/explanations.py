@@ -326,8 +326,10 @@ samples from the spread it measured.
 
 A forward that draws random numbers (a sampler) whose backward is an unbiased estimator
 other than the sample's derivative (optimal transport, a control variate) is judged on
-average over 256 forward seeds: in this mode it passes where the means agree; in exact mode
-it is a warning that points here. Where the means disagree it fails in both.""",
+average over 256 forward seeds: in this mode it passes where the means agree for linear
+and quadratic losses of the outputs alike; in exact mode it is a warning that points here.
+Agreeing for linear losses only (unbiased for the mean only, as a forgotten dropout mask
+is), it warns in both; disagreeing for them, it fails in both.""",
     ),
     "kinks": (
         "non-differentiable points (ReLU at 0, a clamp at its bounds) and how they are judged",

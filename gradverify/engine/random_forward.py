@@ -7,9 +7,12 @@ estimator of the derivative of forward's expectation (pyro's optimal-transport s
 `scale_tril`, control variates): not this sample's derivative, right on average. So a
 first-order failure about an argument of a forward that gives other outputs under other
 seeds is judged again in expectation (gradverify.numerics.expectation): where backward's
-mean over many forward seeds agrees with the mean pathwise derivative, the failure becomes
-a warning that says so (a pass where the spec declares `gradient: approximate`); where the
-means disagree, it stays, with that evidence. A deterministic forward is never judged so.
+mean over many forward seeds agrees with the mean pathwise derivative for linear losses of
+the outputs, the failure becomes a warning that says so. One that agrees for quadratic
+losses too is unbiased for any loss (a pass where the spec declares `gradient:
+approximate`); one that does not is unbiased for the mean only, and the warning says that
+(a forgotten dropout mask looks like this). Where the means disagree for linear losses,
+the failure stays, with that evidence. A deterministic forward is never judged so.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import torch
 from gradverify.checks.shared.case import CaseContext
 from gradverify.numerics.expectation import (
     DRAWS,
-    Expectation,
+    Averages,
     OverBudget,
     expectation,
     varies_with_seed,
@@ -31,7 +34,7 @@ from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 
 FIRST_ORDER = frozenset({"finite_difference", "gradcheck"})
-BUDGET_SECONDS = 10.0  # per argument; a slower forward leaves the failure as it is
+BUDGET_SECONDS = 30.0  # per argument; a slower forward leaves the failure as it is
 
 
 class RandomForward:
@@ -40,7 +43,7 @@ class RandomForward:
     def __init__(self, context: CaseContext) -> None:
         self.context = context
         self._random: bool | None = None
-        self._verdicts: dict[int, Expectation | str | None] = {}  # str: why not judged
+        self._verdicts: dict[int, Averages | str | None] = {}  # str: why not judged
 
     def judge(self, results: Sequence[Result]) -> list[Result]:
         """`results`, a first-order failure of a random forward's backward that is right on
@@ -62,31 +65,57 @@ class RandomForward:
             return result
         if isinstance(verdict, str):
             return replace(result, notes=(*result.notes, verdict))
-        if not verdict.agrees:
-            biased = f"forward is random, and backward is biased on average: {verdict.describe()}"
+        if not verdict.linear.agrees:
+            biased = (
+                f"forward is random, and backward is biased on average: {verdict.linear.describe()}"
+            )
             return replace(result, notes=(*result.notes, biased))
         return self._unbiased(result, verdict)
 
-    def _unbiased(self, result: Result, verdict: Expectation) -> Result:
+    def _unbiased(self, result: Result, verdict: Averages) -> Result:
         name = result.input_name or f"argument {result.input_index}"
+        linear, quadratic = verdict.linear, verdict.quadratic
         said = (
             f"forward is random; backward's gradient of {name} is not the derivative of this "
-            f"sample, but agrees with it on average over {verdict.draws} draws (an unbiased "
-            f"estimator, e.g. optimal-transport or control-variate)"
+            f"sample, but agrees with it on average over {linear.draws} draws"
         )
-        numbers = (*result.notes, verdict.describe(), f"on this sample: {result.message}")
+        notes = (*result.notes, f"linear losses: {linear.describe()}")
+        notes = (*notes, f"quadratic losses: {quadratic.describe()}")
+        notes = (*notes, f"on this sample: {result.message}")
+        if not quadratic.agrees:
+            said += (
+                " for linear losses of the outputs (the Jacobian of their mean), not for "
+                "quadratic ones: an estimator unbiased for the mean only"
+            )
+            hint = (
+                "an estimator meant for any loss (optimal transport, a control variate) "
+                "agrees for quadratic losses too; this one does not, as happens when backward "
+                "forgets part of the sample (a dropout mask) or misscales the gradient of a "
+                "spread (eps in a scale's gradient). If only the mean is intended, declare "
+                "`gradient: approximate` (gradverify explain approximate)"
+            )
+            return self._warning(result, said, hint, notes)
+        said += (
+            ", for linear and quadratic losses of the outputs alike (an unbiased estimator, "
+            "e.g. optimal-transport or control-variate)"
+        )
         if self.context.spec.gradient == "approximate":
             return replace(
                 result, status=Status.PASS, message=f"{said}, as `gradient: approximate` says",
-                hint=None, notes=numbers, mismatch_map=None,
+                hint=None, notes=notes, mismatch_map=None,
             )  # fmt: skip
         hint = (
             "if an estimator other than the sample's derivative is intended, declare "
             "`gradient: approximate` (gradverify explain approximate); if backward should "
-            "differentiate the sample it returns (a dropout mask, a reparameterized draw), "
-            "it is a bug"
+            "differentiate the sample it returns (a reparameterized draw), it is a bug"
         )
-        return replace(result, status=Status.WARN, message=said, hint=hint, notes=numbers)
+        return self._warning(result, said, hint, notes)
+
+    def _warning(self, result: Result, message: str, hint: str, notes: tuple[str, ...]) -> Result:
+        """The warning, without the map of this sample's wrong entries (the notes say them)."""
+        return replace(
+            result, status=Status.WARN, message=message, hint=hint, notes=notes, mismatch_map=None
+        )
 
     def _is_random(self) -> bool:
         if self._random is None:
@@ -96,7 +125,7 @@ class RandomForward:
                 self._random = False
         return self._random
 
-    def _measured(self, index: int) -> Expectation | str | None:
+    def _measured(self, index: int) -> Averages | str | None:
         """The verdict in expectation, why there is none (str), or None: not applicable."""
         context = self.context
         argument = context.arguments[index]

@@ -4,12 +4,13 @@ The gradient checks run forward with the same random numbers in every call (comm
 numbers), so finite differences measure the pathwise derivative of one sample. A backward
 may instead return another unbiased estimator of the derivative of forward's expectation
 (an optimal-transport or control-variate estimator): wrong for the sample, right on
-average. Over `draws` forward seeds, the mean of backward's projections wᵀJ_b v is compared
-with the mean of the pathwise directional derivatives of wᵀy along the same directions v
-(central differences under each draw's seed), for several w: they agree within
+average. Over DRAWS forward seeds, the mean of backward's ∇L·v is compared with the mean of
+the pathwise directional derivatives of L along the same directions v (central differences
+under each draw's seed), for fixed losses L of the outputs: linear ones ⟨w, y⟩ (the
+Jacobian of the outputs' mean) and quadratic ones ½⟨w, y²⟩ (which an estimator unbiased
+for any loss passes too; one unbiased for the mean only does not). They agree within
 STANDARD_ERRORS standard errors of the mean difference, plus the tolerance an exact
-comparison allows. A biased backward stays
-off however many draws are averaged.
+comparison allows. A biased backward stays off however many draws are averaged.
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ from gradverify.usercode import user_code
 
 DRAWS = 256  # forward seeds averaged over
 DIRECTIONS = 4  # random unit directions v per argument (each element of a smaller one)
-WEIGHTS = 4  # random weights w of the outputs, the same in every draw
+WEIGHTS = 4  # linear losses ⟨w, y⟩ of the outputs, the same in every draw
+QUADRATIC = 2  # quadratic losses ½⟨w, y²⟩, the same in every draw
 STANDARD_ERRORS = 5.0  # how far the means may differ, in standard errors of the difference
+TIMED = 4  # draws timed to foresee the others' time
 SEEDS = (1, 2)  # forward under each: other outputs mean forward draws random numbers
 
 
 class OverBudget(Exception):
-    """The draws would take longer than allowed (measured on the first)."""
+    """The draws would take longer than allowed (foreseen from the first TIMED)."""
 
     def __init__(self, seconds_per_draw: float) -> None:
         self.seconds_per_draw = seconds_per_draw
@@ -86,6 +89,15 @@ def varies_with_seed(call: Callable[..., Any], arguments: Sequence[Any]) -> bool
     )
 
 
+@dataclass(frozen=True)
+class Averages:
+    """The verdict for linear losses of the outputs (the Jacobian of their mean) and the
+    same for quadratic ones, which an estimator unbiased for any loss passes too."""
+
+    linear: Expectation
+    quadratic: Expectation
+
+
 def expectation(
     call: Callable[..., Any],
     arguments: Sequence[Any],
@@ -94,14 +106,18 @@ def expectation(
     step: float,
     tolerance: tuple[float, float],
     budget_seconds: float,
-) -> Expectation:
+) -> Averages:
     """backward's projections against the pathwise derivative's, averaged over DRAWS
     forward seeds; `generator` draws them, the directions and the weights; `tolerance` is
-    (atol, rtol). OverBudget where the first draw says the others would take longer than
+    (atol, rtol). OverBudget where the first draws say all would take longer than
     `budget_seconds`."""
     with _rng_kept(arguments):
         analytical, numerical = projections(call, arguments, index, generator, step, budget_seconds)
-    return judged(analytical, numerical, *tolerance)
+    linear = analytical.shape[1] * WEIGHTS // (WEIGHTS + QUADRATIC)  # the first columns
+    return Averages(
+        judged(analytical[:, :linear], numerical[:, :linear], *tolerance),
+        judged(analytical[:, linear:], numerical[:, linear:], *tolerance),
+    )
 
 
 def judged(
@@ -135,61 +151,82 @@ def projections(
     step: float,
     budget_seconds: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """[draws, pairs]: backward's projections wᵀJ_b v and the pathwise central differences
-    of wᵀy along v, one row per forward seed, one column per (w, v) pair (WEIGHTS w, the
-    same in every draw, times the directions v); float64, on the argument's device."""
+    """[draws, pairs]: for each loss L of the outputs (WEIGHTS linear ones, then QUADRATIC
+    ones, the same in every draw) and direction v, backward's ∇L·v and the pathwise central
+    difference of L along v; one row per forward seed; float64, on the argument's device."""
     leaves = list(fresh_copies(arguments, torch.float64))
     point = leaves[index]
     seeds = torch.randint(0, 2**62, (DRAWS,), generator=generator).tolist()
     directions = _directions(point, generator)
-    weights: list[list[torch.Tensor]] = []  # WEIGHTS sets of one w per output
+    losses: list[_Loss] = []
     rows: list[tuple[torch.Tensor, torch.Tensor]] = []
     started = time.perf_counter()
     for draw, seed in enumerate(seeds):
         outputs = differentiable_outputs(_sampled(call, leaves, seed, grad=True))
-        if not weights:
-            weights = [_weights([o for _, o in outputs], generator, n) for n in range(WEIGHTS)]
-        if [tuple(o.shape) for _, o in outputs] != [tuple(w.shape) for w in weights[0]]:
+        if not losses:
+            losses = _losses([o for _, o in outputs], generator)
+        if [tuple(o.shape) for _, o in outputs] != [tuple(w.shape) for w in losses[0].weights]:
             raise ValueError("forward's outputs change shape from draw to draw")
-        gradients = _gradients([o for _, o in outputs], weights, point)
+        gradients = _gradients([loss([o for _, o in outputs]) for loss in losses], point)
         selected = tuple(i for i, _ in outputs)
-        changes = [_change(call, leaves, index, seed, selected, v, step) for v in directions]
+        moved = [_moved(call, leaves, index, seed, selected, v, step) for v in directions]
         along = [(gradient * v).sum() for gradient in gradients for v in directions]
-        central = [_dot(change, w) for w in weights for change in changes]
+        central = [
+            (loss(ahead) - loss(behind)) / (2 * step) for loss in losses for ahead, behind in moved
+        ]
         rows.append((torch.stack(along), torch.stack(central)))
-        if draw == 0:
-            spent = time.perf_counter() - started
-            if spent * DRAWS > budget_seconds:
-                raise OverBudget(spent)
+        if draw in (0, TIMED - 1):  # the first draw warms up: only a hopeless one stops there
+            each = (time.perf_counter() - started) / (draw + 1)
+            if each * DRAWS > budget_seconds * (TIMED if draw == 0 else 1):
+                raise OverBudget(each)
     return torch.stack([a for a, _ in rows]), torch.stack([n for _, n in rows])
 
 
+@dataclass(frozen=True)
+class _Loss:
+    """A fixed loss of forward's outputs: Σ ⟨w, y⟩, or ½ Σ ⟨w, y²⟩ where `squared`."""
+
+    weights: tuple[torch.Tensor, ...]
+    squared: bool = False
+
+    def __call__(self, outputs: Sequence[torch.Tensor]) -> torch.Tensor:
+        if self.squared:
+            return 0.5 * _dot([o * o for o in outputs], self.weights)
+        return _dot(outputs, self.weights)
+
+
+def _losses(outputs: Sequence[torch.Tensor], generator: torch.Generator) -> list[_Loss]:
+    """WEIGHTS linear losses, w normal or every other one positive (0.5..1.5), which a bias
+    of one sign in every element (a factor, a dropped term) shows most along; then
+    QUADRATIC ones, whose mean depends on the spread of the outputs (no linear part: its
+    noise would hide a bias in the spread)."""
+    return [
+        *(_Loss(_weights(outputs, generator, n % 2 == 1)) for n in range(WEIGHTS)),
+        *(_Loss(_weights(outputs, generator, n % 2 == 0), True) for n in range(QUADRATIC)),
+    ]
+
+
 def _weights(
-    outputs: Sequence[torch.Tensor], generator: torch.Generator, number: int
-) -> list[torch.Tensor]:
-    """One w per output: normal, or every other set positive (0.5..1.5), which a bias of the
-    same sign in every element (a factor, a dropped term) shows most along."""
-    if number % 2:
-        return [seeded.uniform(o.shape, generator, o.device, o.dtype) + 0.5 for o in outputs]
-    return [seeded.normal(o.shape, generator, o.device, o.dtype) for o in outputs]
+    outputs: Sequence[torch.Tensor], generator: torch.Generator, positive: bool
+) -> tuple[torch.Tensor, ...]:
+    if positive:
+        return tuple(seeded.uniform(o.shape, generator, o.device, o.dtype) + 0.5 for o in outputs)
+    return tuple(seeded.normal(o.shape, generator, o.device, o.dtype) for o in outputs)
 
 
-def _gradients(
-    outputs: Sequence[torch.Tensor], weights: Sequence[Sequence[torch.Tensor]], point: torch.Tensor
-) -> list[torch.Tensor]:
-    """backward's wᵀJ for each set of weights (zeros where there is no path to `point`)."""
+def _gradients(losses: Sequence[torch.Tensor], point: torch.Tensor) -> list[torch.Tensor]:
+    """backward's gradient of each loss (zeros where there is no path to `point`)."""
     found = []
-    for number, weight in enumerate(weights):
+    for number, loss in enumerate(losses):
         with user_code("backward"):
             (gradient,) = torch.autograd.grad(
-                _dot(outputs, weight), point, allow_unused=True,
-                retain_graph=number < len(weights) - 1,
-            )  # fmt: skip
+                loss, point, allow_unused=True, retain_graph=number < len(losses) - 1
+            )
         found.append(torch.zeros_like(point) if gradient is None else gradient.detach())
     return found
 
 
-def _change(
+def _moved(
     call: Callable[..., Any],
     leaves: Sequence[Any],
     index: int,
@@ -197,16 +234,16 @@ def _change(
     selected: Sequence[int],
     direction: torch.Tensor,
     step: float,
-) -> list[torch.Tensor]:
-    """The central difference of the `selected` outputs along `direction`, every call of
-    forward under `seed` (the pathwise derivative of that draw's sample)."""
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The `selected` outputs a step ahead and a step behind along `direction`, every call
+    of forward under `seed` (their central difference: the pathwise derivative of the draw)."""
     moved = [a.detach() if isinstance(a, torch.Tensor) else a for a in leaves]
     base = moved[index]
     moved[index] = base + step * direction
     ahead = _sampled(call, moved, seed, grad=False)
     moved[index] = base - step * direction
     behind = _sampled(call, moved, seed, grad=False)
-    return [(ahead[i] - behind[i]) / (2 * step) for i in selected]
+    return [ahead[i] for i in selected], [behind[i] for i in selected]
 
 
 def _dot(outputs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -231,17 +268,24 @@ def _directions(point: torch.Tensor, generator: torch.Generator) -> list[torch.T
 
 def _rng_kept(arguments: Sequence[Any]) -> AbstractContextManager[None]:
     """The global RNGs (the CPU's and those of the arguments' CUDA devices) as they were."""
-    devices = sorted(
-        {a.device.index or 0 for a in arguments if isinstance(a, torch.Tensor) and a.is_cuda}
-    )
-    return torch.random.fork_rng(devices=devices)
+    return torch.random.fork_rng(devices=_cuda_devices(arguments))
+
+
+def _cuda_devices(arguments: Sequence[Any]) -> list[int]:
+    found = {a.device.index or 0 for a in arguments if isinstance(a, torch.Tensor) and a.is_cuda}
+    return sorted(found)
 
 
 def _sampled(
     call: Callable[..., Any], arguments: Sequence[Any], seed: int, grad: bool
 ) -> list[Any]:
-    """forward's outputs under `seed` of the global RNG (every device's), as a list."""
-    torch.manual_seed(seed % (2**63))
+    """forward's outputs under `seed` of the global RNGs (the CPU's and those of the
+    arguments' CUDA devices; not torch.manual_seed, whose lazy CUDA seeding costs a stack
+    trace per call), as a list."""
+    torch.random.default_generator.manual_seed(seed % (2**63))
+    for device in _cuda_devices(arguments):
+        with torch.cuda.device(device):
+            torch.cuda.manual_seed(seed % (2**63))
     with user_code("forward"), torch.set_grad_enabled(grad):
         outputs = call(*arguments)
     return list(outputs) if isinstance(outputs, tuple | list) else [outputs]

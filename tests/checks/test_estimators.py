@@ -27,6 +27,8 @@ ONE = "[{shape: [6]}]"
 TWO = "[{shape: [5]}, {shape: []}]"  # loc, scale
 FIRST_ORDER = ("finite_difference", "gradcheck")
 UNBIASED = f"agrees with it on average over {DRAWS} draws"
+ANY_LOSS = "for linear and quadratic losses of the outputs alike"
+MEAN_ONLY = "not for quadratic ones: an estimator unbiased for the mean only"
 BIASED = "forward is random, and backward is biased on average"
 
 
@@ -51,6 +53,7 @@ def test_an_unbiased_estimator_of_a_random_forward_warns(run_spec):
         assert result.status is Status.WARN, result.message
         assert result.message.startswith("forward is random; backward's gradient of x is not")
         assert UNBIASED in result.message
+        assert MEAN_ONLY in result.message  # E[u] = 1, but E[u²] is not: mean only
         assert "`gradient: approximate`" in result.hint
         assert any("standard errors" in note for note in result.notes)
         assert any(note.startswith("on this sample: gradient of") for note in result.notes)
@@ -85,6 +88,7 @@ def test_a_sampler_warns_on_its_unbiased_scale_only(run_spec):
         assert result.status is Status.WARN, result.message
         assert result.input_name == "scale"
         assert "backward's gradient of scale is not the derivative of this sample" in result.message
+        assert ANY_LOSS in result.message
     assert not any(r.failed for r in report.results)
 
 
@@ -106,11 +110,24 @@ def test_a_biased_scale_estimator_still_fails(run_spec):
         assert any(BIASED in note for note in result.notes)
 
 
+def test_a_scale_gradient_right_only_for_the_mean_warns_even_when_declared(run_spec):
+    """Twice the pathwise scale gradient: E[z] does not depend on scale, so only a loss of
+    the spread (a quadratic one) shows it; never a pass, and the warning says why."""
+    for extra in ("", "gradient: approximate"):
+        scale = verdicts(run(run_spec, "SamplerScaleTwice", TWO, extra), 1)
+        result = scale["finite_difference"]
+        assert result.status is Status.WARN, result.message
+        assert MEAN_ONLY in result.message
+        assert "eps in a scale's gradient" in result.hint
+        (quadratic,) = [note for note in result.notes if note.startswith("quadratic losses")]
+        assert "standard errors" in quadratic
+
+
 def test_declared_approximate_passes_an_unbiased_estimator_and_fails_a_biased_one(run_spec):
     extra = "gradient: approximate"
     unbiased = verdicts(run(run_spec, "TransportSampler", TWO, extra), 1)["finite_difference"]
     assert unbiased.status is Status.PASS, unbiased.message
-    assert UNBIASED in unbiased.message
+    assert UNBIASED in unbiased.message and ANY_LOSS in unbiased.message
     assert "as `gradient: approximate` says" in unbiased.message
     biased = verdicts(run(run_spec, "TransportSamplerScaleBug", TWO, extra), 1)
     assert biased["finite_difference"].status is Status.FAIL

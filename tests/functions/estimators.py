@@ -109,3 +109,20 @@ class TransportSamplerScaleBug(torch.autograd.Function):
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         (eps,) = ctx.saved_tensors
         return grad_output, (grad_output * _rotated(eps * eps)).sum()
+
+
+class SamplerScaleTwice(torch.autograd.Function):
+    """loc + scale * eps whose scale gradient is twice the pathwise one: E[z] does not
+    depend on scale, so on average it agrees for linear losses, and only a loss of the
+    spread (a quadratic one) shows the bug."""
+
+    @staticmethod
+    def forward(ctx: Any, loc: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        eps = torch.randn_like(loc)
+        ctx.save_for_backward(eps)
+        return loc + scale * eps
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        (eps,) = ctx.saved_tensors
+        return grad_output, 2 * (grad_output * eps).sum()
