@@ -164,6 +164,8 @@ def projections(
     for draw, seed in enumerate(seeds):
         outputs = differentiable_outputs(_sampled(call, leaves, seed, grad=True))
         if not losses:
+            if not outputs or any(o.is_complex() for _, o in outputs):
+                raise ValueError("no real outputs to average")  # complex ones: not judged so
             losses = _losses([o for _, o in outputs], generator)
         if [tuple(o.shape) for _, o in outputs] != [tuple(w.shape) for w in losses[0].weights]:
             raise ValueError("forward's outputs change shape from draw to draw")

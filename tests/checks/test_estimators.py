@@ -11,6 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from gradverify.cli import app
+from gradverify.engine import random_forward
 from gradverify.exitcodes import ExitCode
 from gradverify.numerics.expectation import DRAWS, varies_with_seed
 from gradverify.results import Status
@@ -132,6 +133,17 @@ def test_declared_approximate_passes_an_unbiased_estimator_and_fails_a_biased_on
     biased = verdicts(run(run_spec, "TransportSamplerScaleBug", TWO, extra), 1)
     assert biased["finite_difference"].status is Status.FAIL
     assert any(BIASED in note for note in biased["finite_difference"].notes)
+
+
+def test_a_forward_too_slow_to_average_keeps_its_failure_with_a_note(run_spec, monkeypatch):
+    monkeypatch.setattr(random_forward, "BUDGET_SECONDS", 0.0)  # any draw is too slow
+    found = verdicts(run(run_spec, "UnbiasedScale"))
+    for result in found.values():
+        assert result.status is Status.FAIL
+        (note,) = result.notes
+        assert note.startswith(
+            f"forward is random; backward was not judged on average over {DRAWS}"
+        )
 
 
 def json_check(*arguments: str) -> tuple[int, dict]:
