@@ -156,7 +156,7 @@ def projections(
     difference of L along v; one row per forward seed; float64, on the argument's device."""
     leaves = list(fresh_copies(arguments, torch.float64))
     point = leaves[index]
-    seeds = torch.randint(0, 2**62, (DRAWS,), generator=generator).tolist()
+    seeds = torch.randint(0, 2**62, (DRAWS,), generator=generator, device="cpu").tolist()
     directions = _directions(point, generator)
     losses: list[_Loss] = []
     rows: list[tuple[torch.Tensor, torch.Tensor]] = []
