@@ -329,7 +329,7 @@ other than the sample's derivative (optimal transport, a control variate) is jud
 average over 256 forward seeds: in this mode it passes where the means agree for linear
 and quadratic losses of the outputs alike; in exact mode it is a warning that points here.
 Agreeing for linear losses only (unbiased for the mean only, as a forgotten dropout mask
-is), it warns in both; disagreeing for them, it fails in both.""",
+is), or disagreeing for them, it fails in both, with a note that says which.""",
     ),
     "kinks": (
         "non-differentiable points (ReLU at 0, a clamp at its bounds) and how they are judged",
