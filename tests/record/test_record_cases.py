@@ -64,3 +64,17 @@ def test_a_larger_shape_shrinks_along_a_smaller_ones_path() -> None:
     second = shrink(target, cases[1], limit=16, tried=tried)
     assert len(tried) == runs + 1  # the 4096 rows only: 2048 and below were answered already
     assert first.inputs == second.inputs and second.inputs[0]["shape"] == [16, 1]
+
+
+def test_a_case_every_halving_accepts_is_shrunk_in_one_small_run() -> None:
+    """Where halving the largest dimensions all the way down runs, that one small run is all
+    shrinking takes: the recorded [2048, 512] is never run again (seconds for an image)."""
+    target = load_target("tests.functions.correct:Square")
+    x = RecordedTensor((2048, 512), "float64", True, -1.0, 1.0)
+    call = RecordedCall("tests.functions.correct:Square", "/p/t.py:3", (Argument(tensor=x),))
+    case = recorded_case(call, "t_py_3", target.parameters, target.defaults)
+    tried: dict[str, bool] = {}
+    small = shrink(target, case, limit=4096, tried=tried)
+    assert small.inputs[0]["shape"] == [64, 64]
+    assert small.shrunk_from == {0: (2048, 512)}
+    assert len(tried) == 1 and "2048" not in next(iter(tried))
