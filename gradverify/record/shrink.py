@@ -6,7 +6,7 @@ inputs' shapes)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -18,6 +18,8 @@ from gradverify.target.loaded import Target
 
 MAX_ELEMENTS = 4096  # shrink while the case's tensors hold more elements than this
 MAX_TRIALS = 48  # forward-and-backward runs one case's shrinking may take
+CAP = 64  # the halving paths are tried from their small end up to CAP times the limit
+FLOOR = 16  # halving every large dimension together leaves those below this as they are
 
 
 def shrink(
@@ -48,12 +50,11 @@ def _shrunk(target: Target, case: RecordedCase, limit: int, tried: dict[str, boo
             tried[key] = runs_well_formed(target, inputs)
         return tried[key]
 
-    hoped = _hoped_for(case.inputs, limit)
-    if hoped is not None and runs(hoped):  # one small run, where the greedy path takes many
-        return _with_inputs(case, hoped)
-    if not runs(case.inputs):
-        return case
-    inputs = case.inputs
+    inputs = _lowest_running(case.inputs, limit, runs)
+    if inputs is None:  # nothing small runs: halve from the recorded shapes, as they run
+        if not runs(case.inputs):
+            return case
+        inputs = case.inputs
     trials = 0
     while _elements(inputs) > limit and trials < MAX_TRIALS:
         for candidate in _halvings(inputs):
@@ -78,19 +79,44 @@ def _with_inputs(case: RecordedCase, inputs: list[Any]) -> RecordedCase:
     return RecordedCase(case.name, case.call, inputs, case.notes, shrunk_from)
 
 
-def _hoped_for(inputs: list[Any], limit: int) -> list[Any] | None:
-    """Where the halving ends if each first candidate runs (every dimension of the largest
-    size halved together, again and again, until the case is small): tried first, since it
-    is one run on small tensors, while the path to it runs at every size on the way down,
-    the recorded one first (seconds each for an image-sized case). None where no halving
-    brings it under `limit`."""
-    hoped = inputs
-    while _elements(hoped) > limit:
-        first = next(_halvings(hoped), None)
-        if first is None:
-            return None
-        hoped = first
-    return hoped if hoped is not inputs else None
+def _lowest_running(
+    inputs: list[Any], limit: int, runs: Callable[[list[Any]], bool]
+) -> list[Any] | None:
+    """The smallest point that runs on two halving paths down to `limit`, each tried from
+    its small end up (one run on small tensors where a path ends well, where halving from
+    the recorded shapes runs at every size on the way down, seconds each for an image): the
+    largest size halved alone, and every large dimension of every input halved together
+    (`lows` [1024, 1024] beside `highs` [512, 512] halve in step). Points over CAP times
+    `limit` are left to the halving that follows; None where no point runs."""
+    for step in (_first_halving, _halved_together):
+        path: list[list[Any]] = []
+        point: list[Any] | None = inputs
+        while point is not None and _elements(point) > limit:
+            point = step(point)
+            if point is not None:
+                path.append(point)
+        for candidate in reversed(path):
+            if _elements(candidate) > CAP * limit:
+                break
+            if runs(candidate):
+                return candidate
+    return None
+
+
+def _first_halving(inputs: list[Any]) -> list[Any] | None:
+    return next(_halvings(inputs), None)
+
+
+def _halved_together(inputs: list[Any]) -> list[Any] | None:
+    """Every dimension of at least FLOOR, in every input, halved; None where none is."""
+    places = [
+        (index, axis)
+        for index, item in enumerate(inputs)
+        if _shaped(item)
+        for axis, dimension in enumerate(item["shape"])
+        if dimension >= FLOOR
+    ]
+    return _halved(inputs, places) if places else None
 
 
 def _shape_of(item: Any) -> Any:

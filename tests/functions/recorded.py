@@ -109,3 +109,20 @@ class LpNormalizeForgotEps(LpNormalize):
         dnorm = x.sign() * x.abs().pow(p - 1) / norm.pow(p - 1)
         inner = (grad * x).sum(dim, keepdim=True)
         return grad / norm - inner / norm**2 * dnorm, None, None, None
+
+
+class CoarseToFine(torch.autograd.Function):
+    """fine + the coarse grid repeated 2×2: `coarse` [..., H/2, W/2] beside `fine` [..., H, W],
+    as the levels of a pyramid are; no halving of one of them alone runs."""
+
+    @staticmethod
+    def forward(ctx: Any, fine: torch.Tensor, coarse: torch.Tensor) -> torch.Tensor:
+        if fine.shape[-2:] != tuple(2 * size for size in coarse.shape[-2:]):
+            raise ValueError(f"coarse {list(coarse.shape)} is not half of fine {list(fine.shape)}")
+        return fine + coarse.repeat_interleave(2, -2).repeat_interleave(2, -1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        height, width = grad.shape[-2] // 2, grad.shape[-1] // 2
+        pooled = grad.reshape(*grad.shape[:-2], height, 2, width, 2).sum((-3, -1))
+        return grad, pooled

@@ -51,8 +51,8 @@ def test_shrinking_keeps_the_rows_the_indices_reach() -> None:
 
 
 def test_a_larger_shape_shrinks_along_a_smaller_ones_path() -> None:
-    """`tried` holds each run's answer by shapes: the second case runs only its own recorded
-    shape, then follows the first case's halvings without running them again."""
+    """`tried` holds each run's answer by shapes: the second case follows the first case's
+    halvings without running them again."""
     target = load_target("tests.functions.structure_hints:Embedding")
     tried: dict[str, bool] = {}
     cases = [
@@ -62,7 +62,7 @@ def test_a_larger_shape_shrinks_along_a_smaller_ones_path() -> None:
     first = shrink(target, cases[0], limit=16, tried=tried)
     runs = len(tried)
     second = shrink(target, cases[1], limit=16, tried=tried)
-    assert len(tried) == runs + 1  # the 4096 rows only: 2048 and below were answered already
+    assert len(tried) == runs  # its small halvings were answered already: nothing runs again
     assert first.inputs == second.inputs and second.inputs[0]["shape"] == [16, 1]
 
 
@@ -78,3 +78,19 @@ def test_a_case_every_halving_accepts_is_shrunk_in_one_small_run() -> None:
     assert small.inputs[0]["shape"] == [64, 64]
     assert small.shrunk_from == {0: (2048, 512)}
     assert len(tried) == 1 and "2048" not in next(iter(tried))
+
+
+def test_inputs_whose_sizes_go_together_are_halved_together() -> None:
+    """A pyramid's levels, fine [512, 512] beside coarse [256, 256]: halving either alone never
+    runs, both together do, and that is found from the small end (no run at 512)."""
+    target = load_target("tests.functions.recorded:CoarseToFine")
+    fine = RecordedTensor((512, 512), "float64", True, -1.0, 1.0)
+    coarse = RecordedTensor((256, 256), "float64", True, -1.0, 1.0)
+    call = RecordedCall("tests.functions.recorded:CoarseToFine", "/p/t.py:3",
+                        (Argument(tensor=fine), Argument(tensor=coarse)))  # fmt: skip
+    case = recorded_case(call, "t_py_3", target.parameters, target.defaults)
+    tried: dict[str, bool] = {}
+    small = shrink(target, case, limit=4096, tried=tried)
+    assert [item["shape"] for item in small.inputs] == [[32, 32], [16, 16]]
+    assert small.shrunk_from == {0: (512, 512), 1: (256, 256)}
+    assert not any("512" in key for key in tried)
