@@ -12,6 +12,7 @@ then show. Probing stops at a time budget.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import time
@@ -84,6 +85,7 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
     waiting: list[tuple[int, Case, str]] = []  # backward misbehaved: kept if its rank is proven
     proven: set[str] = set()  # ranks a case ran well at
     seen = {tuple(choice.item.__repr__() for choice in base)}
+    base_emptied = functools.cache(lambda: probe(target, base).emptied is not None)
 
     def consider(position: int, candidate: Candidate) -> None:
         choices = fitted(target, candidate.choices)
@@ -95,6 +97,8 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
         case = (relabeled(candidate.label, candidate.choices, choices), tuple(choices))
         if outcome.stage == "forward" or outcome.random or outcome.misfit:
             return  # outside forward's domain or contract, or forward is random there
+        if outcome.emptied is not None and not base_emptied():
+            return  # a slice comes out empty here, not on the base case (inference/emptied.py)
         if candidate.bounded and outcome.scale > WIDE_SCALE:
             return  # finite differences there would measure float64 rounding
         misfits = set(outcome.wrong_shape)

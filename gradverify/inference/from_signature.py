@@ -32,6 +32,7 @@ from gradverify.inference.choice import (
     is_float_tensor,
 )
 from gradverify.inference.contract import declared_surrogate
+from gradverify.inference.emptied import Preference
 from gradverify.inference.plans import choices_for, layouts_for, plans_of
 from gradverify.inference.precision import in_kernel_precision
 from gradverify.inference.probe import NO_TENSOR, probe
@@ -81,14 +82,19 @@ def _forward_runs(target: Target, choices: Sequence[Choice]) -> bool:
 
 
 def _base(target: Target) -> Inference:
-    """The first assignment with which forward and backward run well."""
+    """The first assignment with which forward and backward run well, and no slice comes
+    out empty where one is found (gradverify.inference.emptied)."""
     plans = plans_of(target)
     search = Search(target)
+    # a guess on which a slice came out empty is kept only where nothing better is found
+    preference = Preference(
+        lambda guess: search.settle(fitted(target, guess), plans), search.emptied
+    )
     layouts = layouts_for(plans)
     for low, high in ((-1.0, 1.0), POSITIVE):
         for layout in layouts:
             choices = fitted(target, in_domain(choices_for(plans, layout), low, high))
-            found = search.settle(choices, plans)
+            found = preference.kept(search.settle(choices, plans))
             if found is not None:
                 return Inference(target.spec, tuple(found), target.variadic)
         if not search.not_finite:
@@ -97,13 +103,15 @@ def _base(target: Target) -> Inference:
         # forward takes complex numbers apart (`z.imag`, `view_as_real`): perhaps only them
         for layout in layouts:
             choices = as_complex(fitted(target, in_domain(choices_for(plans, layout), -1, 1)))
-            found = search.settle(choices, plans)
+            found = preference.kept(search.settle(choices, plans))
             if found is not None:
                 return Inference(target.spec, tuple(found), target.variadic)
     for choices in each_rank(target, plans):  # each tensor on its own at ranks 1 to 4
-        found = search.settle(fitted(target, in_domain(choices, -1.0, 1.0)), plans)
+        found = preference.kept(search.settle(fitted(target, in_domain(choices, -1.0, 1.0)), plans))
         if found is not None:
             return Inference(target.spec, tuple(found), target.variadic)
+    if preference.fallback is not None:  # a slice came out empty on every guess that ran
+        return Inference(target.spec, tuple(preference.fallback), target.variadic)
     if search.forward_ran is not None:  # the checks will show what backward does wrong
         return Inference(target.spec, tuple(search.forward_ran), target.variadic, ran=False)
     unknown = "forward rejected every shape tried: choose its shape"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.choice import CASE
+from gradverify.inference.emptied import watching
 from gradverify.inference.precision import cast
 
 if TYPE_CHECKING:
@@ -60,6 +61,10 @@ class ProbeOutcome:
     # The shape of each argument's gradient where it misfits: (index, shape) pairs.
     gradient_shapes: tuple[tuple[int, tuple[int, ...]], ...] = ()
     size_error: bool = False  # backward raised a RuntimeError of sizes that disagree
+    # A slice forward or backward took came out empty of a tensor with elements (`[..., 4:]
+    # of a [2, 4] tensor`): a guess below the sizes the code slices for
+    # (gradverify.inference.emptied), less preferred.
+    emptied: str | None = None
 
 
 def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -> ProbeOutcome:
@@ -86,7 +91,7 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in invalid.errors())
         return ProbeOutcome("forward", f"no valid inputs of this guess: {reasons}")
     arguments = cast(build_inputs(case, 0))  # a kernel's dtype and device (precision.py)
-    with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
+    with torch.random.fork_rng(devices=[]), watching() as emptied:  # the RNG left as it was
         if randomness:
             torch.manual_seed(RANDOM_SEEDS[0])
         try:
@@ -104,7 +109,9 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         random = randomness and _random(target, arguments, tensors)
         shapes = tuple(tuple(o.shape) for o in tensors)
         if not any(o.requires_grad for o in tensors):
-            return ProbeOutcome("done", scale=scale, random=random, outputs=shapes)
+            return ProbeOutcome(
+                "done", scale=scale, random=random, outputs=shapes, emptied=emptied()
+            )
         try:
             gradients = _gradients(target, arguments, items)
         except TypeError as error:
@@ -132,7 +139,16 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
             if isinstance(gradient, torch.Tensor):
                 misfitting.append((index, tuple(gradient.shape)))
     return ProbeOutcome(
-        "done", None, tuple(none), tuple(wrong), scale, random, False, shapes, tuple(misfitting)
+        "done",
+        None,
+        tuple(none),
+        tuple(wrong),
+        scale,
+        random,
+        False,
+        shapes,
+        tuple(misfitting),
+        emptied=emptied(),
     )
 
 

@@ -28,6 +28,8 @@ class Search:
         self.first_error: str | None = None
         self.not_finite = False  # forward gave NaN or Inf somewhere: try a positive domain
         self.probes = 0
+        # what came out empty on each assignment probed that ran through (by its inputs)
+        self.emptied_on: dict[tuple[str, ...], str | None] = {}
 
     def settle(self, choices: list[Choice], plans: Sequence[Plan]) -> list[Choice] | None:
         """`choices`, or a neighbour of it, that forward and backward run on well; else None."""
@@ -168,7 +170,16 @@ class Search:
         if failed and self.first_error is None:
             self.first_error = outcome.error
         self.not_finite = self.not_finite or outcome.error == NOT_FINITE
+        self.emptied_on[_key(choices)] = outcome.emptied
         return outcome
+
+    def emptied(self, choices: Sequence[Choice]) -> str | None:
+        """The slice that came out empty when `choices` were probed (None: none did)."""
+        return self.emptied_on.get(_key(choices))
+
+
+def _key(choices: Sequence[Choice]) -> tuple[str, ...]:
+    return tuple(repr(choice) for choice in choices)
 
 
 def _broadcasts_to(small: tuple[int, ...], large: tuple[int, ...]) -> bool:
