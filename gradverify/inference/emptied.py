@@ -29,7 +29,8 @@ SLICING = frozenset({"__getitem__", "narrow", "split", "tensor_split", "chunk", 
 # A dim of a guessed tensor from 2 to 5 grows by GROWTH (to 6 to 9): every slice whose
 # literal bounds are at most 5 in size (`:4` and `4:`, `:-4`, `-5:`) then takes elements
 # on each side; sizes stay distinct and equal sizes stay equal, so a square stays square
-# and a dim two tensors share stays shared. A size of 1 is a broadcast or a kept dim.
+# and a dim two tensors share stays shared (past a size of 6 or more already there, so
+# that none grows into it). A size of 1 is a broadcast or a kept dim.
 SMALL = range(2, 6)
 GROWTH = 4
 
@@ -112,12 +113,15 @@ def enlarged(choices: Sequence[Choice], emptied: str) -> list[Choice] | None:
     """`choices` with each dim of 2 to 5 of their float and complex tensors GROWTH larger,
     the same size mapped the same way everywhere (module docstring); None where no tensor
     has such a dim. Each tensor that grew says why: the slice at its old shape."""
+    tensors = [c for c in choices if c.kind == TENSOR and c.dtype.startswith(("float", "complex"))]
+    large = [size for c in tensors for size in c.shape if size > SMALL[-1]]
+    growth = max(GROWTH, max(large, default=0) + 1 - SMALL[0])
     grown = []
     for choice in choices:
-        if choice.kind != TENSOR or not choice.dtype.startswith(("float", "complex")):
+        if choice not in tensors:
             grown.append(choice)
             continue
-        shape = tuple(size + GROWTH if size in SMALL else size for size in choice.shape)
+        shape = tuple(size + growth if size in SMALL else size for size in choice.shape)
         if shape == choice.shape:
             grown.append(choice)
             continue

@@ -48,16 +48,18 @@ def test_a_slice_that_keeps_elements_is_not_emptied() -> None:
 def test_small_sizes_grow_alike_and_say_why() -> None:
     choices = [
         Choice("a", TENSOR, (2, 3, 3), reason="a batch"),
-        Choice("b", TENSOR, (1, 3, 7)),
+        Choice("b", TENSOR, (1, 3, 5)),
         Choice("idx", TENSOR, (3,), dtype="int64"),
     ]
 
     grown = enlarged(choices, "[..., :-4] of a [2, 3, 3] tensor")
 
     assert grown is not None
-    assert [c.shape for c in grown] == [(6, 7, 7), (1, 7, 7), (3,)]  # a square stays square
+    assert [c.shape for c in grown] == [(6, 7, 7), (1, 7, 9), (3,)]  # a square stays square
     assert grown[0].reason.startswith("a batch; a slice came out empty at [2, 3, 3]")
     assert enlarged([Choice("x", TENSOR, (1, 8))], "") is None  # nothing small to grow
+    wide = enlarged([Choice("x", TENSOR, (2, 6)), Choice("y", TENSOR, (3,))], "")
+    assert wide is not None and [c.shape for c in wide] == [(7, 6), (8,)]  # none grows into 6
 
 
 @pytest.mark.parametrize("name", SLICED)
