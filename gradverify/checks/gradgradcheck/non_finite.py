@@ -14,7 +14,7 @@ from gradverify.inputs import fresh_copies
 from gradverify.numerics.diagnosis import SINGULAR_AT_ZERO, nan_second_derivative
 from gradverify.numerics.jacobian import differentiable_outputs
 from gradverify.results import Result
-from gradverify.target.syntax import own_nodes, parsed_function
+from gradverify.target.syntax import called_name, own_nodes, parsed_function
 from gradverify.usercode import UserCodeError, call_forward
 
 # The checks whose failure on the case makes a wrong second derivative follow from it.
@@ -53,7 +53,7 @@ def _singular_ops(context: CaseContext) -> tuple[frozenset[str], bool, str]:
     ops: dict[str, int] = {}
     where = False
     for item in own_nodes(node):
-        name = _called(item)
+        name = called_name(item) if isinstance(item, ast.Call) else None
         if name in SINGULAR_AT_ZERO:
             ops.setdefault(name, getattr(item, "lineno", 0))
         elif isinstance(item, ast.BinOp) and isinstance(item.op, ast.Pow):
@@ -77,12 +77,3 @@ def _zero_outputs(context: CaseContext) -> str:
     zeros = sum(int((value == 0).sum()) for value in values)
     total = sum(value.numel() for value in values)
     return f"{zeros} of {total} element{'s' if total != 1 else ''}" if zeros else ""
-
-
-def _called(node: ast.AST) -> str | None:
-    """The name a call calls: `sqrt` for `torch.sqrt(x)`, `x.sqrt()` and `sqrt(x)`."""
-    if not isinstance(node, ast.Call):
-        return None
-    if isinstance(node.func, ast.Attribute):
-        return node.func.attr
-    return node.func.id if isinstance(node.func, ast.Name) else None
