@@ -192,3 +192,30 @@ def test_folding_and_every_renderer_read_one_finding_key():
 
     for module in (folding, html, github, api):
         assert module.finding_key is finding_key, module.__name__
+
+
+def test_a_lint_finding_about_the_code_is_reported_once_per_function(tmp_path, in_repo):
+    """`ctx.x holds a float64 tensor of shape [4]` and `... of shape [2, 3]` are one finding
+    about one line of the Function: its first case shows it, noting the others."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gradverify.cli import app
+
+    spec = tmp_path / "ctx.yaml"
+    spec.write_text(
+        "target: tests.functions.pitfalls:CtxTensorAttribute\n"
+        "checks: [lint]\n"
+        "cases:\n"
+        "  - {name: a, inputs: [{shape: [4]}, 2.0]}\n"
+        "  - {name: b, inputs: [{shape: [2, 3]}, 2.0]}\n",
+        encoding="utf-8",
+    )
+    run = CliRunner().invoke(app, ["check", str(spec), "--format", "json", "--no-cache"])
+    assert run.exit_code == 0, run.output
+    document = json.loads(run.stdout)
+    (warning,) = [r for r in document["results"] if r["status"] == "warn"]
+    assert (warning["case"], warning["rule"]) == ("a", "GV101")
+    assert "of shape [4]" in warning["message"]
+    assert "the same in 1 more case(s) of this Function (b)" in " ".join(warning["notes"])

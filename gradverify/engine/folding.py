@@ -9,6 +9,7 @@ only the text report prints it as one line under the finding it repeats.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -66,27 +67,48 @@ def non_finite(result: Result) -> bool:
 
 
 def once_per_function(results: Sequence[Result]) -> list[Result]:
-    """`results` (of many cases, in report order) with each Function's wasted-work warning
-    kept in its first case only, with a note naming the later cases that repeat it."""
-    first: dict[str, int] = {}  # target -> index in `kept` of its first warning
-    repeats: dict[str, list[str]] = {}
+    """`results` (of many cases, in report order) with each warning about the Function's
+    code rather than a case's values (wasted work, a lint rule at one line) kept in its first
+    case only, with a note naming the later cases that repeat it: `ctx.x holds a tensor of
+    shape [4]` and `... of shape [3, 5]` are one finding."""
+    first: dict[tuple[object, ...], int] = {}  # finding -> index in `kept` of its first case
+    repeats: dict[tuple[object, ...], list[str]] = {}
     kept: list[Result] = []
     for result in results:
-        if not wasted_work(result):
+        key = _code_finding(result)
+        if key is None:
             kept.append(result)
-        elif result.target not in first:
-            first[result.target] = len(kept)
+        elif key not in first:
+            first[key] = len(kept)
             kept.append(result)
-        elif result.case not in repeats.setdefault(result.target, []):
-            repeats[result.target].append(result.case)
-    for target, cases in repeats.items():
-        shown = kept[first[target]]
+        elif (
+            result.case not in repeats.setdefault(key, []) and result.case != kept[first[key]].case
+        ):
+            repeats[key].append(result.case)
+    for key, cases in repeats.items():
+        if not cases:
+            continue
+        shown = kept[first[key]]
         said = (
             f"the same in {len(cases)} more case(s) of this Function ({', '.join(cases)}); "
             "reported once per Function"
         )
-        kept[first[target]] = replace(shown, notes=(*shown.notes, said))
+        kept[first[key]] = replace(shown, notes=(*shown.notes, said))
     return kept
+
+
+# A shape in a message (`of shape [3, 5]`): cases differ in it, not in the finding.
+_SHAPE = re.compile(r"\[[0-9, ]*\]")
+
+
+def _code_finding(result: Result) -> tuple[object, ...] | None:
+    """What identifies a warning about the code across cases, or None for any other result."""
+    if wasted_work(result):
+        return (result.target, "wasted work")
+    if result.status is Status.WARN and result.check == "lint" and result.rule is not None:
+        message = _SHAPE.sub("[…]", result.message)
+        return (result.target, result.rule, result.source_file, result.source_line, message)
+    return None
 
 
 def wasted_work(result: Result) -> bool:
