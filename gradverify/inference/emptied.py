@@ -9,7 +9,9 @@ the Function's contract: a less preferred guess, never the place for a finding.
   `chunk`) whose input has elements and whose result has none;
 - `Preference` keeps searching past a guess on which one did: first the same guess with its
   small sizes enlarged (`enlarged`), then the other guesses; where nothing is found on which
-  no slice empties, it keeps the first emptied guess, as the search did before.
+  no slice empties, it keeps the first emptied guess, as the search did before. Where no
+  guess ran well at all, the first that failed after a slice came out empty is tried
+  enlarged before the search gives up.
 
 Importing this module never imports torch; `watching` does.
 """
@@ -158,7 +160,16 @@ class Preference:
             return found
         if self.fallback is None:
             self.fallback = found
-        variant = enlarged(found, emptied)
+        return self._enlarged(found, emptied)
+
+    def rescued(self, failed: list[Choice] | None) -> list[Choice] | None:
+        """A guess on which forward or backward failed after a slice came out empty (the
+        max of an empty tail), enlarged, where that settles and nothing empties on it."""
+        emptied = self.emptied(failed) if failed is not None else None
+        return self._enlarged(failed, emptied) if failed and emptied is not None else None
+
+    def _enlarged(self, guess: list[Choice], emptied: str) -> list[Choice] | None:
+        variant = enlarged(guess, emptied)
         settled = self.settle(variant) if variant is not None else None
         if settled is not None and self.emptied(settled) is None:
             return settled

@@ -40,13 +40,7 @@ from gradverify.inference.reach import fitted
 from gradverify.inference.search import Search
 from gradverify.inference.shapes import each_rank
 from gradverify.inference.source import source_facts
-from gradverify.inference.surrogates import (
-    in_contract,
-    named_surrogate,
-    natural_gradient,
-    steering,
-    straight_through,
-)
+from gradverify.inference.surrogates import in_contract, straight_through, surrogate_in_code
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -65,13 +59,7 @@ def infer(target: Target) -> Inference:
         return replace(base, surrogate=surrogate)
     extra = widened(target, base.choices)
     # undeclared: a name that says so (RoundSTE), a natural gradient, a grad_output passed on
-    surrogate = (
-        surrogate
-        or named_surrogate(target)
-        or natural_gradient(target)
-        or steering(target)
-        or straight_through(target, base.choices)
-    )
+    surrogate = surrogate_in_code(target) or straight_through(target, base.choices)
     if surrogate:  # a grad_output handed on as it is: inputs shaped like the output
         extra = in_contract(target, extra)
     return replace(base, extra=extra, surrogate=surrogate)
@@ -110,6 +98,9 @@ def _base(target: Target) -> Inference:
         found = preference.kept(search.settle(fitted(target, in_domain(choices, -1.0, 1.0)), plans))
         if found is not None:
             return Inference(target.spec, tuple(found), target.variadic)
+    found = preference.rescued(search.emptied_failure)  # failed where a slice came out empty
+    if found is not None:
+        return Inference(target.spec, tuple(found), target.variadic)
     if preference.fallback is not None:  # a slice came out empty on every guess that ran
         return Inference(target.spec, tuple(preference.fallback), target.variadic)
     if search.forward_ran is not None:  # the checks will show what backward does wrong

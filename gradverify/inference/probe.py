@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.choice import CASE
@@ -79,7 +79,6 @@ def probe(target: Target, choices: Sequence[Choice], randomness: bool = False) -
 
 
 def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> ProbeOutcome:
-    import torch
     from pydantic import ValidationError
 
     from gradverify.inputs import build_inputs
@@ -91,7 +90,18 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in invalid.errors())
         return ProbeOutcome("forward", f"no valid inputs of this guess: {reasons}")
     arguments = cast(build_inputs(case, 0))  # a kernel's dtype and device (precision.py)
-    with torch.random.fork_rng(devices=[]), watching() as emptied:  # the RNG left as it was
+    with watching() as emptied:  # a slice that came out empty on the way, however it ended
+        outcome = _trial(target, choices, arguments, randomness)
+    return replace(outcome, emptied=emptied())
+
+
+def _trial(
+    target: Target, choices: Sequence[Choice], arguments: Sequence[Any], randomness: bool
+) -> ProbeOutcome:
+    """forward, then backward, on `arguments`; how far they got."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):  # the user's global RNG is left as it was
         if randomness:
             torch.manual_seed(RANDOM_SEEDS[0])
         try:
@@ -109,9 +119,7 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
         random = randomness and _random(target, arguments, tensors)
         shapes = tuple(tuple(o.shape) for o in tensors)
         if not any(o.requires_grad for o in tensors):
-            return ProbeOutcome(
-                "done", scale=scale, random=random, outputs=shapes, emptied=emptied()
-            )
+            return ProbeOutcome("done", scale=scale, random=random, outputs=shapes)
         try:
             gradients = _gradients(target, arguments, items)
         except TypeError as error:
@@ -139,16 +147,7 @@ def _probe(target: Target, choices: Sequence[Choice], randomness: bool) -> Probe
             if isinstance(gradient, torch.Tensor):
                 misfitting.append((index, tuple(gradient.shape)))
     return ProbeOutcome(
-        "done",
-        None,
-        tuple(none),
-        tuple(wrong),
-        scale,
-        random,
-        False,
-        shapes,
-        tuple(misfitting),
-        emptied=emptied(),
+        "done", None, tuple(none), tuple(wrong), scale, random, False, shapes, tuple(misfitting)
     )
 
 

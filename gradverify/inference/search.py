@@ -30,6 +30,7 @@ class Search:
         self.probes = 0
         # what came out empty on each assignment probed that ran through (by its inputs)
         self.emptied_on: dict[tuple[str, ...], str | None] = {}
+        self.emptied_failure: list[Choice] | None = None  # the first failed where one did
 
     def settle(self, choices: list[Choice], plans: Sequence[Plan]) -> list[Choice] | None:
         """`choices`, or a neighbour of it, that forward and backward run on well; else None."""
@@ -171,6 +172,8 @@ class Search:
             self.first_error = outcome.error
         self.not_finite = self.not_finite or outcome.error == NOT_FINITE
         self.emptied_on[_key(choices)] = outcome.emptied
+        if outcome.emptied is not None and (failed or outcome.stage != "done"):
+            self.emptied_failure = self.emptied_failure or list(choices)
         return outcome
 
     def emptied(self, choices: Sequence[Choice]) -> str | None:

@@ -96,3 +96,21 @@ class BeyondEveryGuess(Function):
         tail = torch.zeros_like(x)
         tail[..., 50:] = (grad * x).sum(-1, keepdim=True)
         return grad * scale + tail
+
+
+class HeadScaledByTailPeak(Function):
+    """y = head * max(tail), head = x[..., :5], tail = x[..., 5:]: forward raises on an
+    empty tail, which every layout and rank inference tries has (no last dim above 5)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x[..., :5] * x[..., 5:].amax(-1, keepdim=True)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        head, tail = x[..., :5], x[..., 5:]
+        peak, where = tail.max(-1, keepdim=True)
+        at_peak = torch.zeros_like(tail).scatter(-1, where, 1.0)
+        return torch.cat([grad * peak, at_peak * (grad * head).sum(-1, keepdim=True)], dim=-1)

@@ -74,6 +74,16 @@ def test_zero_config_chooses_a_size_where_no_slice_empties_and_passes(name: str)
     assert checked == {Status.PASS}
 
 
+def test_a_guess_that_failed_where_a_slice_came_out_empty_is_tried_enlarged() -> None:
+    # every layout and rank has a last dim of 5 at most: forward's max of the tail raises
+    inference = runs.inferred(f"{FUNCTIONS}:HeadScaledByTailPeak")
+    report = runs.zero_config(f"{FUNCTIONS}:HeadScaledByTailPeak")
+
+    assert inference.stopped is None
+    assert inference.choices[0].shape[-1] > 5
+    assert failed_checks(report) == set()
+
+
 def test_the_buggy_twin_fails_on_the_size_chosen() -> None:
     # on x [4] the tail is empty, y is 0 and the tail's wrong gradient never shows
     report = runs.zero_config(f"{FUNCTIONS}:HeadScaledByTailMeanTail")
