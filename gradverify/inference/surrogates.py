@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.contract import declared_surrogate
 from gradverify.inference.docstrings import docstrings
 from gradverify.target.syntax import own_nodes, parsed_function
 
@@ -79,6 +80,20 @@ def surrogate_comment(surrogate: str) -> str:
     if surrogate.startswith(CALLER):
         return f"the docstring of {surrogate.removeprefix('its ')}"
     return f"the docstring says {surrogate!r}"
+
+
+def surrogate_in_code(target: Target) -> str | None:
+    """What the code says of a surrogate backward, read without running it: the Function's
+    docstrings (`straight-through estimator`, `natural gradient`), its class name (RoundSTE),
+    its callers' docstrings, or a parameter only backward reads; else None. Inference and
+    `record` both ask it (a pass-through that needs probe runs, `straight_through`, is
+    inference's alone)."""
+    return (
+        declared_surrogate(target)
+        or named_surrogate(target)
+        or natural_gradient(target)
+        or steering(target)
+    )
 
 
 def named_surrogate(target: Target) -> str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gradverify.errors import GradverifyError, UsageError
+from gradverify.inference.surrogates import surrogate_in_code
 from gradverify.record.cases import (
     RecordedCase,
     Unwritable,
@@ -212,7 +213,8 @@ def _update(
     if not positioned:
         return update
     cases = _cases(loaded, positioned, names, project, shrink)
-    write_cases(update, cases, entries[0] if entries else None, spec_dir, project)
+    entry = entries[0] if entries else None
+    write_cases(update, cases, entry, spec_dir, project, surrogate_in_code(loaded))
     return update
 
 

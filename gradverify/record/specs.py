@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gradverify.errors import SpecError
 from gradverify.inference.spec_text import file_name, flow
+from gradverify.inference.surrogates import surrogate_comment
 from gradverify.record.cases import RecordedCase, site_shown
 from gradverify.spec.discover import find_specs_for_identity
 from gradverify.spec.identity import TargetIdentity, identify
@@ -73,8 +74,11 @@ def write_cases(
     entry: SpecEntry | None,
     spec_dir: Path,
     project: Path,
+    surrogate: str | None = None,
 ) -> None:
-    """Append `cases` to `entry`'s file, or write them to a new file in `spec_dir`."""
+    """Append `cases` to `entry`'s file, or write them to a new file in `spec_dir`, with
+    `gradient: surrogate` where the code says backward is one (`surrogate`, as inference
+    found it: gradverify.inference.surrogates); an existing spec keeps what it declares."""
     if not cases:
         return
     blocks = [case_text(case, project) for case in cases]
@@ -88,7 +92,9 @@ def write_cases(
             _count(update, cases)
             return
     path = _free_path(spec_dir / file_name(update.target))
-    text = "\n".join([*HEADER, f"target: {flow(update.target)}", "cases:", *blocks]) + "\n"
+    gradient = [f"gradient: surrogate   # {surrogate_comment(surrogate)}"] if surrogate else []
+    lines = [*HEADER, f"target: {flow(update.target)}", *gradient, "cases:", *blocks]
+    text = "\n".join(lines) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     load_spec_file(path)  # a SpecError here is our bug: the CLI reports it as one
