@@ -100,7 +100,7 @@ def run_case(
         context = replace(context, arguments=arguments)
         structured = StructuredInputs(job.target, case, spec, arguments)
         random_forward = RandomForward(context)
-        bases = GaugeBases(job.target, spec, arguments, this_seed)
+        bases = GaugeBases(job.target, case, spec, arguments, this_seed)
         results: list[Result] = []
         measured = measured_checks(checks)
         seen: Branches | None = None  # backward's branches this case's checks ran so far

@@ -6,7 +6,10 @@ gradient checks compare it with finite differences of B itself and fail it. So a
 first-order failure about such an output is checked again on gauge-invariant functions of B
 (<W, B Bᵀ>, gradverify.numerics.gauge): where backward agrees there (and on the other
 outputs), the failure becomes a warning that says so; where it does not, it stays, and
-says it is wrong for the subspace too.
+says it is wrong for the subspace too. An argument with a `structure:` in the case
+(symmetric, spd, lower, upper) that fails element by element is tested again along the
+directions that keep its structure, as gradverify.engine.structured does: a Function that
+reads one triangle of a symmetric matrix (`torch.linalg.eigh`) is differentiable only there.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from typing import Any
 
 import torch
 
+from gradverify.engine.structured import structures_of
 from gradverify.inputs import fresh_copies
-from gradverify.numerics import gauge
+from gradverify.numerics import gauge, structures
 from gradverify.numerics.compare import Comparison
-from gradverify.numerics.jacobian import call_forward, element_words, unravel
+from gradverify.numerics.jacobian import call_forward
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
-from gradverify.spec.models import FunctionSpec
+from gradverify.spec.models import Case, FunctionSpec
 from gradverify.target.loaded import Target
 
 CHECKS = frozenset({"finite_difference", "gradcheck", "func"})
@@ -42,15 +46,21 @@ class Verdict:
     bases: tuple[int, ...]
     subspace: Comparison
     others: Comparison | None  # the outputs that are no bases (None: there are none)
+    structure: str | None = None  # the argument perturbed only along directions keeping it
+
+    @property
+    def ok(self) -> bool:
+        return self.subspace.ok and (self.others is None or self.others.ok)
 
 
 class GaugeBases:
     """Judges the first-order failures of one case about outputs that are orthonormal bases."""
 
     def __init__(
-        self, target: Target, spec: FunctionSpec, arguments: Sequence[Any], seed: int
+        self, target: Target, case: Case, spec: FunctionSpec, arguments: Sequence[Any], seed: int
     ) -> None:
         self.target, self.spec, self.seed = target, spec, seed
+        self.structures = structures_of(case)
         self._given = arguments
         self._copies: tuple[Any, ...] | None = None
         self._bases: tuple[int, ...] | None = None
@@ -79,16 +89,19 @@ class GaugeBases:
             return result
         name = result.input_name or f"argument {index}"
         which = _outputs(verdict.bases)
+        kept = (
+            "" if verdict.structure is None else f" along {verdict.structure} directions of {name}"
+        )
         if not verdict.subspace.ok:
-            wrong = _wrong(verdict.subspace, self.arguments[index], name, which)
+            wrong = _wrong(verdict, self.arguments[index], name, which)
             return replace(
-                result, message=f"{result.message}; wrong also for the subspace: {wrong}"
+                result, message=f"{result.message}; wrong also for the subspace{kept}: {wrong}"
             )
         message = (
             f"backward is right for functions of the subspace that {which}'s columns span "
             f"(B Bᵀ), not for the basis B itself: the gradient of <W, B Bᵀ> for {name} agrees "
-            f"with central differences for {gauge.DRAWS} random symmetric W. {INTENDED}. "
-            f"On the basis itself: {result.message}"
+            f"with central differences{kept} for {gauge.DRAWS} random symmetric W. "
+            f"{INTENDED}. On the basis itself: {result.message}"
         )
         return replace(result, status=Status.WARN, message=message, hint=None)
 
@@ -117,12 +130,25 @@ class GaugeBases:
         steps = (tolerance.eps, tolerance.atol, tolerance.rtol)
         seed = self.seed + 7919 * (Salt.GAUGE_WEIGHTS + index)
         call = self.target.call
+        structure = self.structures.get(index)
+        if structure is not None and not structures.square(argument):
+            structure = None
         try:
             subspace = gauge.subspace_comparison(call, self.arguments, index, bases, steps, seed)
             others = gauge.others_comparison(call, self.arguments, index, bases, steps, seed)
+            verdict = Verdict(bases, subspace, others)
+            if verdict.ok or structure is None:
+                return verdict
+            # Element by element perturbs the argument off the structure the case gives it.
+            subspace = gauge.subspace_comparison(
+                call, self.arguments, index, bases, steps, seed, structure
+            )
+            others = gauge.others_comparison(
+                call, self.arguments, index, bases, steps, seed, structure
+            )
         except Exception:  # the user's code failing here leaves the finding as it was
             return None
-        return Verdict(bases, subspace, others)
+        return Verdict(bases, subspace, others, structure)
 
 
 def _outputs(bases: Sequence[int]) -> str:
@@ -132,13 +158,15 @@ def _outputs(bases: Sequence[int]) -> str:
     return f"outputs {', '.join(str(b) for b in bases[:-1])} and {bases[-1]}"
 
 
-def _wrong(comparison: Comparison, argument: torch.Tensor, name: str, which: str) -> str:
+def _wrong(verdict: Verdict, argument: torch.Tensor, name: str, which: str) -> str:
     """Where backward's gradient of <W, B Bᵀ> is off, in words."""
-    if argument.numel() <= gauge.MOST_ELEMENTS:
-        where = f"at {element_words(unravel(comparison.column, argument.shape))}"
+    comparison = verdict.subspace
+    where = gauge.location(argument, verdict.structure, comparison.column)
+    if where is None:
+        place = f"along a random direction ({comparison.mismatched} of {comparison.total} off)"
     else:
-        where = f"along a random direction ({comparison.mismatched} of {comparison.total} off)"
+        place = f"at {where}" if verdict.structure is None else f"along {where}"
     return (
-        f"the gradient of <W, B Bᵀ> (B: {which}) for {name} is off {where}: analytical "
+        f"the gradient of <W, B Bᵀ> (B: {which}) for {name} is off {place}: analytical "
         f"{comparison.analytical:.6g}, numerical {comparison.numerical:.6g}"
     )

@@ -10,20 +10,18 @@ one of them, the failure becomes a warning that says so; where it does not, it s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import torch
 
 from gradverify.inputs import fresh_copies
-from gradverify.numerics import seeded
+from gradverify.numerics import seeded, structures
 from gradverify.results import Result, Status
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
 from gradverify.target.loaded import Target
 
-# Structures whose directions are elementary: E_ij + E_ji (symmetric), E_ij in a triangle.
-SYMMETRIC, LOWER, UPPER = frozenset({"symmetric", "spd"}), "lower", "upper"
 FIRST_ORDER = frozenset({"finite_difference", "gradcheck"})
 MOST_DIRECTIONS = 128  # larger matrices: the failure stays as it is
 
@@ -35,13 +33,7 @@ class StructuredInputs:
         self, target: Target, case: Case, spec: FunctionSpec, arguments: Sequence[Any]
     ) -> None:
         self.target, self.spec, self.arguments = target, spec, arguments
-        self.structures = {
-            index: item.structure
-            for index, item in enumerate(case.inputs)
-            if isinstance(item, TensorInput)
-            and item.structure is not None
-            and (item.structure in SYMMETRIC or item.structure in (LOWER, UPPER))
-        }
+        self.structures = structures_of(case)
         self._verdicts: dict[int, int | None] = {}  # input -> directions agreeing (None: not all)
 
     def judge(self, results: list[Result]) -> list[Result]:
@@ -81,16 +73,27 @@ class StructuredInputs:
             return None
 
 
+def structures_of(case: Case) -> dict[int, str]:
+    """The case's inputs with a structure that has elementary directions, by position."""
+    return {
+        index: item.structure
+        for index, item in enumerate(case.inputs)
+        if isinstance(item, TensorInput)
+        and item.structure is not None
+        and item.structure in structures.KEPT
+    }
+
+
 def _agreeing(
     target: Target, arguments: Sequence[Any], index: int, structure: str, spec: FunctionSpec
 ) -> int | None:
     leaves = list(fresh_copies(arguments))
     point = leaves[index]
-    if point.dim() < 2 or point.shape[-1] != point.shape[-2] or not point.requires_grad:
+    if not structures.square(point) or not point.requires_grad:
         return None
-    directions = list(_directions(point, structure))
-    if not directions or len(directions) > MOST_DIRECTIONS:
+    if not 0 < structures.count(point, structure) <= MOST_DIRECTIONS:
         return None
+    directions = list(structures.elementary(point, structure))
     generator = seeded.generator(0)
     outputs = _floats(target.call(*leaves))
     weights = [seeded.uniform(o.shape, generator, o.device, o.dtype) for o in outputs]
@@ -123,22 +126,3 @@ def _agreeing(
 def _floats(outputs: Any) -> list[torch.Tensor]:
     items = outputs if isinstance(outputs, tuple | list) else (outputs,)
     return [o for o in items if isinstance(o, torch.Tensor) and o.is_floating_point()]
-
-
-def _directions(point: torch.Tensor, structure: str) -> Iterator[torch.Tensor]:
-    """Unit directions that keep `structure`, one matrix of the batch at a time."""
-    size = point.shape[-1]
-    batch = point.numel() // (size * size)
-    for matrix in range(batch):
-        for row in range(size):
-            for column in range(size):
-                keep = (
-                    row <= column if structure in SYMMETRIC or structure == UPPER else row >= column
-                )
-                if not keep:
-                    continue
-                direction = torch.zeros_like(point).reshape(batch, size, size)
-                direction[matrix, row, column] = 1.0
-                if structure in SYMMETRIC:
-                    direction[matrix, column, row] = 1.0
-                yield direction.reshape(point.shape)

@@ -9,18 +9,28 @@ for grad_B = (W + Wᵀ) B. Those cotangents span exactly what is orthogonal to t
 directions B Ω (Ω antisymmetric), so the test holds a backward to everything but the
 gauge. It is compared, in float64, with central differences of the loss. Outputs that are
 no such bases get grad 0 here; `others` tests them on their own with random cotangents.
+
+An argument with a structure (a symmetric matrix that forward reads one triangle of, say)
+is perturbed only along the directions that keep it (gradverify.numerics.structures).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any
 
 import torch
 
-from gradverify.numerics import seeded
+from gradverify.numerics import seeded, structures
 from gradverify.numerics.compare import Comparison, compare
-from gradverify.numerics.jacobian import call_forward, differentiable_outputs, numerical_jacobian
+from gradverify.numerics.jacobian import (
+    call_forward,
+    differentiable_outputs,
+    element_words,
+    numerical_jacobian,
+    unravel,
+)
 from gradverify.usercode import user_code
 
 ORTHONORMAL_ATOL = 1e-6  # max |BᵀB − I|: float64 rounding, or a float32 forward's
@@ -57,10 +67,12 @@ def subspace_comparison(
     bases: Sequence[int],
     tolerance: tuple[float, float, float],
     seed: int,
+    structure: str | None = None,
 ) -> Comparison:
     """backward's gradient of <W, B Bᵀ> (summed over `bases`) for argument `index`, against
     central differences, for DRAWS random W: the first comparison that fails, else the last.
-    `arguments`: float64 leaves; `tolerance`: (eps, atol, rtol)."""
+    `arguments`: float64 leaves; `tolerance`: (eps, atol, rtol); `structure`: the argument's
+    (symmetric, spd, lower, upper), perturbed only along the directions that keep it."""
     generator = seeded.generator(seed)
     outputs = call_forward(call, arguments)
     comparison = None
@@ -73,7 +85,9 @@ def subspace_comparison(
             )
             for position in bases
         }
-        comparison = _compared(call, arguments, index, weights, set(bases), tolerance, generator)
+        comparison = _compared(
+            call, arguments, index, (weights, set(bases)), tolerance, generator, structure
+        )
         if not comparison.ok:
             return comparison
     assert comparison is not None
@@ -87,6 +101,7 @@ def others_comparison(
     bases: Sequence[int],
     tolerance: tuple[float, float, float],
     seed: int,
+    structure: str | None = None,
 ) -> Comparison | None:
     """backward's gradient of <G, y> over the outputs y that are not `bases` (random G),
     against central differences; None where every differentiable output is a basis."""
@@ -99,19 +114,37 @@ def others_comparison(
     }
     if not weights:
         return None
-    return _compared(call, arguments, index, weights, set(), tolerance, generator)
+    return _compared(call, arguments, index, (weights, set()), tolerance, generator, structure)
+
+
+def location(argument: torch.Tensor, structure: str | None, column: int) -> str | None:
+    """Where column `column` of a comparison for `argument` perturbs it, in words (None: a
+    random direction)."""
+    if structure is None:
+        if argument.numel() > MOST_ELEMENTS:
+            return None
+        return element_words(unravel(column, argument.shape))
+    if not _elementary(argument, structure):
+        return None
+    element = next(islice(structures.elements(argument, structure), column, None))
+    return structures.words(structure, element)
+
+
+def _elementary(argument: torch.Tensor, structure: str) -> bool:
+    return 0 < structures.count(argument, structure) <= MOST_ELEMENTS
 
 
 def _compared(
     call: Callable[..., Any],
     arguments: Sequence[Any],
     index: int,
-    weights: Weights,
-    bases: set[int],
+    loss_of: tuple[Weights, set[int]],
     tolerance: tuple[float, float, float],
     generator: torch.Generator,
+    structure: str | None,
 ) -> Comparison:
     eps, atol, rtol = tolerance
+    weights, bases = loss_of
     analytical = _backward(call, arguments, index, weights, bases).reshape(1, -1)
 
     def loss(*values: Any) -> list[torch.Tensor]:
@@ -119,12 +152,11 @@ def _compared(
         return [_loss(produced, weights, bases).reshape(1)]
 
     argument = arguments[index]
-    if argument.numel() <= MOST_ELEMENTS:
+    if structure is None and argument.numel() <= MOST_ELEMENTS:
         numerical = numerical_jacobian(loss, arguments, index, eps)
         return compare(analytical, numerical, atol, rtol)
-    # Along random unit directions u: uᵀ(backward's gradient) against d/dt loss(x + t u).
-    directions = seeded.normal((DIRECTIONS, argument.numel()), generator, argument.device)
-    directions = directions / directions.norm(dim=1, keepdim=True)
+    # Along directions u: uᵀ(backward's gradient) against d/dt loss(x + t u).
+    directions = _directions(argument, structure, generator)
     base = argument.detach()
 
     def along(steps: torch.Tensor) -> list[torch.Tensor]:
@@ -132,8 +164,22 @@ def _compared(
         moved[index] = base + (steps @ directions).reshape(base.shape)
         return loss(*moved)
 
-    numerical = numerical_jacobian(along, [base.new_zeros(DIRECTIONS)], 0, eps)
+    numerical = numerical_jacobian(along, [base.new_zeros(len(directions))], 0, eps)
     return compare(analytical @ directions.T, numerical, atol, rtol)
+
+
+def _directions(
+    argument: torch.Tensor, structure: str | None, generator: torch.Generator
+) -> torch.Tensor:
+    """(directions, elements of `argument`): those keeping `structure`, one per element it
+    frees where there are few, else DIRECTIONS random unit ones (kept on the structure)."""
+    if structure is not None and _elementary(argument, structure):
+        return torch.stack([d.reshape(-1) for d in structures.elementary(argument, structure)])
+    drawn = seeded.normal((DIRECTIONS, *argument.shape), generator, argument.device)
+    if structure is not None:
+        drawn = structures.projected(drawn, structure)
+    drawn = drawn.reshape(DIRECTIONS, -1)
+    return drawn / drawn.norm(dim=1, keepdim=True)
 
 
 def _loss(outputs: Sequence[Any], weights: Weights, bases: set[int]) -> torch.Tensor:

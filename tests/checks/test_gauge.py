@@ -1,6 +1,7 @@
 """A backward right for the subspace a basis spans, not for the basis itself (issue 23):
 gradverify.engine.gauge re-tests a first-order failure about an output with orthonormal
-columns on <W, B Bᵀ> (gradverify.numerics.gauge). Functions: tests/functions/gauge.py; spec:
+columns on <W, B Bᵀ> (gradverify.numerics.gauge), along the directions that keep a structured
+argument's structure where the case gives it one. Functions: tests/functions/gauge.py; spec:
 tests/specs/checks/gauge.yaml."""
 
 from __future__ import annotations
@@ -8,10 +9,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gradverify.numerics import gauge
+from gradverify.numerics import gauge, structures
 from gradverify.usercode import UserCodeError
 from tests.conftest import ROOT
 from tests.functions.gauge import (
+    LowerTriangleEigenvectors,
+    LowerTriangleEigenvectorsGapSign,
     SmallestEigenvectors,
     SmallestEigenvectorsFull,
     SmallestEigenvectorsGapSign,
@@ -146,3 +149,86 @@ def test_a_forward_that_raises_is_the_user_codes_error():
 
     with pytest.raises(UserCodeError):
         gauge.subspace_comparison(broken, (_leaf(6),), 0, (0,), TOLERANCE, 1)
+
+
+def _structured(run_spec, name, structure, shape):
+    found = run_spec(
+        f"""
+        target: {FUNCTIONS}:{name}
+        checks: [finite_difference, gradcheck, func]
+        cases: [{{name: matrix, inputs: [{{shape: {shape}, structure: {structure}}}]}}]
+        """
+    )
+    return {r.check: r for r in found.results}
+
+
+@pytest.mark.parametrize(
+    ("structure", "shape"), [("symmetric", [5, 5]), ("spd", [5, 5]), ("symmetric", [2, 4, 4])]
+)
+def test_a_subspace_backward_of_a_symmetric_input_read_in_one_triangle_warns(
+    run_spec, structure, shape
+):
+    # eigh reads A's lower triangle: element by element, even <W, B Bᵀ> has numerical 0
+    # above the diagonal; along E_ij + E_ji backward is right for the subspace.
+    found = _structured(run_spec, "LowerTriangleEigenvectors", structure, shape)
+    assert not any(r.failed for r in found.values())
+    for check in ("finite_difference", "gradcheck"):
+        warning = found[check]
+        assert warning.status.value == "warn", (check, warning.message)
+        assert warning.message.startswith(
+            "backward is right for functions of the subspace that output 0's columns span "
+            f"(B Bᵀ), not for the basis B itself: the gradient of <W, B Bᵀ> for a agrees with "
+            f"central differences along {structure} directions of a for {gauge.DRAWS} random"
+        )
+        assert (warning.input_index, warning.hint) == (0, None)
+
+
+def test_a_subspace_backward_of_a_symmetric_input_with_a_bug_still_fails(run_spec):
+    found = _structured(run_spec, "LowerTriangleEigenvectorsGapSign", "symmetric", [5, 5])
+    for check in FIRST_ORDER:
+        failure = found[check]
+        assert failure.status.value == "fail", (check, failure.message)
+        assert (failure.input_index, failure.input_name) == (0, "a")
+        assert "; wrong also for the subspace along symmetric directions of a: the gradient " \
+            "of <W, B Bᵀ> (B: output 0) for a is off along element [" in failure.message  # fmt: skip
+
+
+def _symmetric(size, seed=0):
+    plain = _leaf(size, seed).detach()
+    return ((plain + plain.T) / 2).requires_grad_()
+
+
+@pytest.mark.parametrize("size", [5, 46])  # 15 elementary directions; 1081, random ones
+def test_the_subspace_gradient_of_a_symmetric_argument_is_checked_along_symmetric_directions(
+    size,
+):
+    a = _symmetric(size)
+    compared = {
+        (function, structure): gauge.subspace_comparison(
+            function.apply, (a,), 0, (0,), TOLERANCE, 1, structure
+        )
+        for function in (LowerTriangleEigenvectors, LowerTriangleEigenvectorsGapSign)
+        for structure in (None, "symmetric")
+    }
+    assert compared[LowerTriangleEigenvectors, "symmetric"].ok
+    assert not compared[LowerTriangleEigenvectors, None].ok  # the upper triangle is never read
+    assert not compared[LowerTriangleEigenvectorsGapSign, "symmetric"].ok
+    elementary = structures.count(a, "symmetric")
+    assert elementary == size * (size + 1) // 2
+    expected = elementary if elementary <= gauge.MOST_ELEMENTS else gauge.DIRECTIONS
+    assert compared[LowerTriangleEigenvectors, "symmetric"].total == expected
+
+
+def test_structure_keeping_directions_name_the_element_they_move():
+    point = torch.zeros(2, 3, 3, dtype=torch.float64)
+    moved = list(structures.elements(point, "symmetric"))
+    assert len(moved) == structures.count(point, "symmetric") == 12
+    assert moved[:3] == [(0, 0, 0), (0, 0, 1), (0, 0, 2)] and moved[6] == (1, 0, 0)
+    direction = list(structures.elementary(point, "symmetric"))[1]
+    assert direction[0, 0, 1] == direction[0, 1, 0] == 1 and direction.sum() == 2
+    assert list(structures.elements(point[0], "lower"))[:3] == [(0, 0), (1, 0), (1, 1)]
+    assert structures.words("spd", (0, 1, 2)) == "element [0, 1, 2] (with [0, 2, 1])"
+    assert structures.words("lower", (2, 1)) == "element [2, 1]"
+    assert gauge.location(point, "symmetric", 4) == "element [0, 1, 2] (with [0, 2, 1])"
+    drawn = structures.projected(torch.randn(4, 3, 3, dtype=torch.float64), "upper")
+    assert bool((drawn.tril(-1) == 0).all())

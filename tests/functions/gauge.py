@@ -10,6 +10,13 @@ subspace it spans (tests/checks/test_gauge.py).
   backward with a bug (the gap's sign flipped; S = A + Aᵀ's symmetrization dropped) ->
   still fail, wrong for the subspace too.
 
+- `LowerTriangleEigenvectors`: B from eigh of A itself (shifted by the same diagonal), which
+  reads A's lower triangle only, for a case whose A is `structure: symmetric` (or spd); its
+  subspace backward returns the symmetrized gradient. Element [i, j] above the diagonal has
+  numerical 0 on <W, B Bᵀ> too, so only the directions that keep A symmetric (E_ij + E_ji)
+  show that backward is right -> a warning. `LowerTriangleEigenvectorsGapSign`: the same
+  with the gap's sign flipped -> still fails, along symmetric directions too.
+
 The diagonal keeps the eigenvalues at least SPREAD - 2‖A + Aᵀ‖ ≥ 6 apart for A in [-1, 1]
 (6 x 6): a clear gap on every draw, so finite differences are well defined.
 """
@@ -140,3 +147,44 @@ class EigenpairsWrongValues(EigenpairsSubspace):
         kept = eigenvectors[..., :K]
         from_values = 2 * kept @ torch.diag_embed(grad_values) @ kept.transpose(-1, -2)
         return _sym(from_values + _subspace_grad_s(grad_basis, eigenvalues, eigenvectors))
+
+
+def _lower_spectrum(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """eigh of A + SPREAD·diag(0, ..., n-1): reads A's lower triangle only."""
+    n = a.shape[-1]
+    shift = torch.diag(torch.arange(n, dtype=a.dtype, device=a.device)) * SPREAD
+    eigenvalues, eigenvectors = torch.linalg.eigh(a + shift)
+    return eigenvalues, eigenvectors
+
+
+class _LowerBasis(Function):
+    @staticmethod
+    def forward(a: torch.Tensor) -> torch.Tensor:
+        _, eigenvectors = _lower_spectrum(a)
+        return eigenvectors[..., :K].clone()
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[torch.Tensor], output: torch.Tensor) -> None:
+        (a,) = inputs
+        ctx.save_for_backward(*_lower_spectrum(a.detach()))
+
+
+class LowerTriangleEigenvectors(_LowerBasis):
+    """B: the K smallest eigenvectors of a symmetric A (one triangle read); backward for the
+    subspace B spans, symmetrized as a symmetric A's gradient is."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        eigenvalues, eigenvectors = ctx.saved_tensors
+        return _sym(_subspace_grad_s(grad, eigenvalues, eigenvectors)) / 2
+
+
+class LowerTriangleEigenvectorsGapSign(_LowerBasis):
+    """Bug: as LowerTriangleEigenvectors, with λ_j − λ_i for λ_i − λ_j."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        eigenvalues, eigenvectors = ctx.saved_tensors
+        return _sym(_subspace_grad_s(grad, eigenvalues, eigenvectors, sign=-1.0)) / 2
