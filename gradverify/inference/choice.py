@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gradverify.inference.random_backward import RandomBackward
     from gradverify.spec.models import FunctionSpec
 
 # Where forward's output is not finite on [-1, 1] (log, sqrt, a fractional power).
@@ -99,6 +100,9 @@ class Inference:
     # The docstring's words declaring backward a surrogate (`straight-through estimator`):
     # the spec's `gradient: surrogate`, the user's own declaration.
     surrogate: str | None = None
+    # A backward that draws random numbers of its own (gradverify.inference.random_backward):
+    # the spec's `gradient: approximate`, `samples` and `max_error`.
+    random_backward: RandomBackward | None = None
 
     @property
     def stopped(self) -> str | None:
@@ -129,7 +133,9 @@ class Inference:
             {"name": case_name(case, label), "inputs": [choice.item for choice in choices]}
             for label, choices in self.cases
         ]
-        gradient = {"gradient": "surrogate"} if self.surrogate else {}
+        gradient: dict[str, Any] = {"gradient": "surrogate"} if self.surrogate else {}
+        if not self.surrogate and self.random_backward is not None:
+            gradient = self.random_backward.spec_keys()
         return FunctionSpec.model_validate({"target": self.target, **gradient, "cases": cases})
 
     def summary(self) -> str:

@@ -36,6 +36,7 @@ from gradverify.inference.emptied import Preference
 from gradverify.inference.plans import choices_for, layouts_for, plans_of
 from gradverify.inference.precision import in_kernel_precision
 from gradverify.inference.probe import NO_TENSOR, probe
+from gradverify.inference.random_backward import random_backward
 from gradverify.inference.reach import fitted
 from gradverify.inference.search import Search
 from gradverify.inference.shapes import each_rank
@@ -62,7 +63,10 @@ def infer(target: Target) -> Inference:
     surrogate = surrogate_in_code(target) or straight_through(target, base.choices)
     if surrogate:  # a grad_output handed on as it is: inputs shaped like the output
         extra = in_contract(target, extra)
-    return replace(base, extra=extra, surrogate=surrogate)
+        return replace(base, extra=extra, surrogate=surrogate)
+    # random numbers drawn in backward: a stochastic estimator, judged by a mean of runs
+    drawn = random_backward(target, [base.choices, *(choices for _, choices in extra)])
+    return replace(base, extra=extra, random_backward=drawn)
 
 
 def _forward_runs(target: Target, choices: Sequence[Choice]) -> bool:

@@ -94,6 +94,8 @@ def _note(inference: Inference) -> str:
             f" {surrogate_note(inference.surrogate)}"
             " (backward is not compared with the derivative; every structural check runs)."
         )
+    elif inference.random_backward is not None:
+        note += f" {inference.random_backward.note()}."
     if not inference.ran:
         note += " forward ran on them but backward did not run well on any guess: see below."
     return note

@@ -126,3 +126,94 @@ class SamplerScaleTwice(torch.autograd.Function):
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         (eps,) = ctx.saved_tensors
         return grad_output, 2 * (grad_output * eps).sum()
+
+
+# Backwards that draw random numbers of their own (random gradient sparsification): each
+# call keeps every entry of the gradient with probability KEEP. Rescaled by 1 / KEEP, the
+# mean over backward's draws is the gradient (an unbiased stochastic estimator); not
+# rescaled, it is KEEP times the gradient (a bias).
+KEEP = 0.5
+
+
+def _sparsified(gradient: torch.Tensor, rescale: bool = True) -> torch.Tensor:
+    kept = torch.bernoulli(torch.full_like(gradient, KEEP))  # the global RNG: another mask each run
+    return gradient * kept / KEEP if rescale else gradient * kept
+
+
+class SparsifiedSin(torch.autograd.Function):
+    """y = sin(x); backward sparsifies cos(x) * grad, rescaled: unbiased."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return _sparsified(grad_output * x.cos())
+
+
+class SparsifiedSinUnscaled(torch.autograd.Function):
+    """SparsifiedSin whose mask is not rescaled by 1 / KEEP: half the gradient on average."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return _sparsified(grad_output * x.cos(), rescale=False)
+
+
+class SparsifiedSampler(torch.autograd.Function):
+    """z = loc + scale * eps, eps ~ N(0, 1) drawn in forward (loc, scale of one shape);
+    backward sparsifies the pathwise gradient, rescaled: unbiased."""
+
+    @staticmethod
+    def forward(ctx: Any, loc: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        eps = torch.randn_like(loc)
+        ctx.save_for_backward(eps)
+        return loc + scale * eps
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        (eps,) = ctx.saved_tensors
+        kept = _sparsified(grad_output)
+        return kept, kept * eps
+
+
+class SparsifiedSamplerUnscaled(torch.autograd.Function):
+    """SparsifiedSampler whose mask is not rescaled by 1 / KEEP: half the gradient on average."""
+
+    @staticmethod
+    def forward(ctx: Any, loc: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        eps = torch.randn_like(loc)
+        ctx.save_for_backward(eps)
+        return loc + scale * eps
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        (eps,) = ctx.saved_tensors
+        kept = _sparsified(grad_output, rescale=False)
+        return kept, kept * eps
+
+
+class DriftingSin(torch.autograd.Function):
+    """y = sin(x); backward's gradient drifts with a count of its calls, whatever the seed
+    of the global RNG: nondeterministic as a race that loses writes is, not an estimator."""
+
+    calls = 0
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        DriftingSin.calls += 1
+        return grad_output * x.cos() * (1 + 0.1 * (DriftingSin.calls % 2))

@@ -1,0 +1,207 @@
+"""A backward that draws random numbers of its own: a stochastic estimator, checked as one.
+
+Some backwards are Monte-Carlo estimators by design (random gradient sparsification: keep
+each entry with probability p and divide by p). Two runs on the same inputs and grad_outputs
+differ, so the `backward` check would call it nondeterministic and the gradient checks would
+compare one draw with the derivative. Inference tells such a backward apart from a race or
+atomics by the global RNG: under other seeds two runs differ, under the same seed they agree.
+It then infers `gradient: approximate` with `samples` from the measured run-to-run spread
+(as gradverify.numerics.stochastic.samples_hint counts them) and a `max_error` that a
+biased estimator (a mask not rescaled by 1/p) stays above however many runs are averaged.
+
+Importing this module never imports torch; `random_backward` does.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gradverify.inference.choice import CASE
+
+if TYPE_CHECKING:
+    import torch
+
+    from gradverify.inference.choice import Choice
+    from gradverify.target.loaded import Target
+
+SEEDS = (11, 12)  # backward under the first twice, then under the second
+SPREAD_RUNS = 32  # backward Jacobians whose per-entry standard deviation is the spread
+# The error allowed relative to the gradient's largest value: a bias of 20% (a rescaling
+# forgotten, a factor off) stays above it; the mean's noise is brought well below it.
+MAX_ERROR = 0.1
+# The mean's standard deviation per entry is at most max_error / SIGMAS: over the few hundred
+# entries of an inferred case, a correct estimator's largest deviation stays below max_error.
+SIGMAS = 5.0
+MAX_SAMPLES = 1024
+BUDGET_SECONDS = 4.0  # for the `samples` Jacobians of the slowest case, per check
+ROUNDING_ULPS = 64.0  # what reordered sums may move an entry by, at the largest value
+
+
+@dataclass(frozen=True)
+class RandomBackward:
+    """What inference measured of a backward that draws its own random numbers."""
+
+    samples: int  # the spec's `samples`: backward runs whose mean is compared
+    max_error: float  # the spec's `max_error`, relative to the gradient's largest value
+    deviation: float  # one run's largest standard deviation per entry, relative
+
+    def spec_keys(self) -> dict[str, Any]:
+        return {"gradient": "approximate", "samples": self.samples, "max_error": self.max_error}
+
+    def note(self) -> str:
+        """The zero-config note's sentence."""
+        return (
+            "backward draws random numbers: checked as a stochastic estimator, `gradient: "
+            f"approximate`, the mean of {self.samples} backward runs against the derivative "
+            f"(samples: {self.samples}, max_error: {self.max_error:g}; two runs differ under "
+            "other seeds and agree under the same one; one run's entries deviate by up to "
+            f"{self.deviation:.0%} of the largest)"
+        )
+
+    def comment(self) -> str:
+        """`init`'s comment beside `gradient: approximate`."""
+        return (
+            "backward draws random numbers: a stochastic estimator, judged by the mean of "
+            f"`samples` runs (one run's entries deviate by up to {self.deviation:.0%} of the "
+            "largest)"
+        )
+
+
+def random_backward(target: Target, cases: Sequence[Sequence[Choice]]) -> RandomBackward | None:
+    """A RandomBackward where backward, on the first of `cases`, gives other gradients under
+    other seeds of the global RNG and the same under the same seed; else None. The spread is
+    measured on every case (the spec's `samples` holds for all). The user's RNG is left as
+    it was; an error in the user's code here is no claim."""
+    import torch
+
+    try:
+        with torch.random.fork_rng(devices=[]):
+            if not _draws(target, cases[0]):
+                return None
+            measured = [_spread(target, choices) for choices in cases]
+    except Exception:
+        return None
+    found = [m for m in measured if m is not None]
+    if not found:
+        return None
+    deviation = max(relative for relative, _ in found)
+    seconds = max(each for _, each in found)
+    return _keys(deviation, seconds)
+
+
+def _keys(deviation: float, seconds: float) -> RandomBackward:
+    """`samples` that bring the mean's noise to max_error / SIGMAS, within the budget; where
+    the budget allows fewer, a max_error that many samples meet."""
+    needed = max(2, math.ceil((SIGMAS * deviation / MAX_ERROR) ** 2))
+    affordable = max(2, int(BUDGET_SECONDS / seconds)) if seconds > 0 else MAX_SAMPLES
+    samples = min(needed, affordable, MAX_SAMPLES)
+    max_error = MAX_ERROR
+    if samples < needed:
+        max_error = _round_up(SIGMAS * deviation / math.sqrt(samples))
+    return RandomBackward(samples, max_error, deviation)
+
+
+def _round_up(value: float) -> float:
+    """`value` rounded up to two significant digits (a readable max_error)."""
+    digits = 1 - math.floor(math.log10(value))
+    return math.ceil(value * 10**digits) / 10**digits
+
+
+def _draws(target: Target, choices: Sequence[Choice]) -> bool:
+    """Whether backward's gradients, for one forward, differ under other seeds and agree
+    under the same one (not a race, not atomics)."""
+    import torch
+
+    arguments, outputs, wrt = _forward(target, choices)
+    if not outputs or not wrt:
+        return False
+    generator = torch.Generator().manual_seed(0)
+    grad_outputs = [
+        torch.randn(o.shape, generator=generator, dtype=o.dtype).to(o.device) for o in outputs
+    ]
+    runs = []
+    for seed in (SEEDS[0], SEEDS[0], SEEDS[1]):
+        torch.manual_seed(seed)
+        grads = torch.autograd.grad(
+            outputs, [arguments[i] for i in wrt], grad_outputs, retain_graph=True,
+            allow_unused=True,
+        )  # fmt: skip
+        runs.append(grads)
+    terms = sum(o.numel() for o in outputs)
+    same = all(_apart(one, two, terms) <= 1.0 for one, two in zip(runs[0], runs[1], strict=True))
+    other = any(_apart(one, two, terms) > 1.0 for one, two in zip(runs[0], runs[2], strict=True))
+    return same and other
+
+
+def _apart(one: torch.Tensor | None, two: torch.Tensor | None, terms: int) -> float:
+    """How far two gradients lie apart, in units of what reordered sums explain."""
+    import torch
+
+    if one is None or two is None or one.shape != two.shape or not one.numel():
+        return 0.0
+    difference = float((one.detach() - two.detach()).abs().max())
+    if difference == 0.0:
+        return 0.0
+    if not math.isfinite(difference):
+        return math.inf
+    largest = float(
+        torch.cat([one.detach().abs().reshape(-1), two.detach().abs().reshape(-1)]).max()
+    )
+    unit = torch.finfo(one.dtype).eps if one.is_floating_point() or one.is_complex() else 0.0
+    allowance = ROUNDING_ULPS * unit * largest * math.sqrt(max(1.0, terms / one.numel()))
+    return difference / allowance if allowance > 0 else math.inf
+
+
+def _spread(target: Target, choices: Sequence[Choice]) -> tuple[float, float] | None:
+    """On `choices`: one run's largest standard deviation per Jacobian entry, relative to the
+    mean Jacobian's largest entry, over every argument; and the seconds of one Jacobian."""
+    import torch
+
+    from gradverify.numerics.stochastic import mean_jacobians
+
+    arguments, outputs, wrt = _forward(target, choices)
+    if not outputs or not wrt:
+        return None
+    torch.manual_seed(SEEDS[1])
+    started = time.perf_counter()
+    mean, deviation = mean_jacobians(outputs, arguments, wrt, SPREAD_RUNS)
+    seconds = (time.perf_counter() - started) / SPREAD_RUNS
+    relative = 0.0
+    for index in wrt:
+        largest = float(mean[index].abs().max()) if mean[index].numel() else 0.0
+        spread = deviation.get(index, 0.0)
+        if spread > 0:
+            relative = max(relative, spread / largest if largest > 0 else 1.0)
+    return relative, seconds
+
+
+def _forward(
+    target: Target, choices: Sequence[Choice]
+) -> tuple[list[Any], list[torch.Tensor], list[int]]:
+    """The inputs of `choices`, forward's differentiable outputs on them (one seeded run),
+    and the float tensor arguments that require grad."""
+    import torch
+
+    from gradverify.inference.precision import cast
+    from gradverify.inputs import build_inputs
+    from gradverify.numerics.jacobian import differentiable_outputs
+    from gradverify.spec.models import Case
+
+    case = Case.model_validate({"name": CASE, "inputs": [c.item for c in choices]})
+    arguments = list(cast(build_inputs(case, 0)))
+    torch.manual_seed(0)
+    returned = target.call(*arguments)
+    items = returned if isinstance(returned, tuple | list) else (returned,)
+    outputs = [output for _, output in differentiable_outputs(items)]
+    wrt = [
+        index
+        for index, argument in enumerate(arguments)
+        if isinstance(argument, torch.Tensor)
+        and argument.requires_grad
+        and (argument.is_floating_point() or argument.is_complex())
+    ]
+    return arguments, outputs, wrt
