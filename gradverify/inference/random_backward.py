@@ -79,7 +79,7 @@ def random_backward(target: Target, cases: Sequence[Sequence[Choice]]) -> Random
     import torch
 
     try:
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=_devices()):
             if not _draws(target, cases[0]):
                 return None
             measured = [_spread(target, choices) for choices in cases]
@@ -91,6 +91,14 @@ def random_backward(target: Target, cases: Sequence[Sequence[Choice]]) -> Random
     deviation = max(relative for relative, _ in found)
     seconds = max(each for _, each in found)
     return _keys(deviation, seconds)
+
+
+def _devices() -> list[int]:
+    """The CUDA devices whose generators torch.manual_seed reseeds, once CUDA is in use:
+    theirs are restored too."""
+    import torch
+
+    return list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
 
 
 def _keys(deviation: float, seconds: float) -> RandomBackward:
@@ -116,13 +124,13 @@ def _draws(target: Target, choices: Sequence[Choice]) -> bool:
     under the same one (not a race, not atomics)."""
     import torch
 
+    from gradverify.numerics import seeded
+
     arguments, outputs, wrt = _forward(target, choices)
     if not outputs or not wrt:
         return False
-    generator = torch.Generator().manual_seed(0)
-    grad_outputs = [
-        torch.randn(o.shape, generator=generator, dtype=o.dtype).to(o.device) for o in outputs
-    ]
+    generator = seeded.generator(0)
+    grad_outputs = [seeded.normal(o.shape, generator, o.device, o.dtype) for o in outputs]
     runs = []
     for seed in (SEEDS[0], SEEDS[0], SEEDS[1]):
         torch.manual_seed(seed)
