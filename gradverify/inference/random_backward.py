@@ -76,13 +76,18 @@ def random_backward(target: Target, cases: Sequence[Sequence[Choice]]) -> Random
     other seeds of the global RNG and the same under the same seed; else None. The spread is
     measured on every case (the spec's `samples` holds for all). The user's RNG is left as
     it was; an error in the user's code here is no claim."""
+    return random_backward_on(target, [[c.item for c in choices] for choices in cases])
+
+
+def random_backward_on(target: Target, cases: Sequence[Sequence[Any]]) -> RandomBackward | None:
+    """`random_backward` on cases given as a spec's inputs (a recorded case's, too)."""
     import torch
 
     try:
         with torch.random.fork_rng(devices=_devices()):
             if not _draws(target, cases[0]):
                 return None
-            measured = [_spread(target, choices) for choices in cases]
+            measured = [_spread(target, inputs) for inputs in cases]
     except Exception:
         return None
     found = [m for m in measured if m is not None]
@@ -119,14 +124,14 @@ def _round_up(value: float) -> float:
     return math.ceil(value * 10**digits) / 10**digits
 
 
-def _draws(target: Target, choices: Sequence[Choice]) -> bool:
+def _draws(target: Target, inputs: Sequence[Any]) -> bool:
     """Whether backward's gradients, for one forward, differ under other seeds and agree
     under the same one (not a race, not atomics)."""
     import torch
 
     from gradverify.numerics import seeded
 
-    arguments, outputs, wrt = _forward(target, choices)
+    arguments, outputs, wrt = _forward(target, inputs)
     if not outputs or not wrt:
         return False
     generator = seeded.generator(0)
@@ -164,14 +169,14 @@ def _apart(one: torch.Tensor | None, two: torch.Tensor | None, terms: int) -> fl
     return difference / allowance if allowance > 0 else math.inf
 
 
-def _spread(target: Target, choices: Sequence[Choice]) -> tuple[float, float] | None:
-    """On `choices`: one run's largest standard deviation per Jacobian entry, relative to the
+def _spread(target: Target, inputs: Sequence[Any]) -> tuple[float, float] | None:
+    """On `inputs`: one run's largest standard deviation per Jacobian entry, relative to the
     mean Jacobian's largest entry, over every argument; and the seconds of one Jacobian."""
     import torch
 
     from gradverify.numerics.stochastic import mean_jacobians
 
-    arguments, outputs, wrt = _forward(target, choices)
+    arguments, outputs, wrt = _forward(target, inputs)
     if not outputs or not wrt:
         return None
     torch.manual_seed(SEEDS[1])
@@ -188,9 +193,9 @@ def _spread(target: Target, choices: Sequence[Choice]) -> tuple[float, float] | 
 
 
 def _forward(
-    target: Target, choices: Sequence[Choice]
+    target: Target, inputs: Sequence[Any]
 ) -> tuple[list[Any], list[torch.Tensor], list[int]]:
-    """The inputs of `choices`, forward's differentiable outputs on them (one seeded run),
+    """The spec's `inputs` built, forward's differentiable outputs on them (one seeded run),
     and the float tensor arguments that require grad."""
     import torch
 
@@ -199,7 +204,7 @@ def _forward(
     from gradverify.numerics.jacobian import differentiable_outputs
     from gradverify.spec.models import Case
 
-    case = Case.model_validate({"name": CASE, "inputs": [c.item for c in choices]})
+    case = Case.model_validate({"name": CASE, "inputs": list(inputs)})
     arguments = list(cast(build_inputs(case, 0)))
     torch.manual_seed(0)
     returned = target.call(*arguments)
