@@ -86,8 +86,8 @@ def surrogate_in_code(target: Target) -> str | None:
     """What the code says of a surrogate backward, read without running it: the Function's
     docstrings (`straight-through estimator`, `natural gradient`), its class name (RoundSTE),
     its callers' docstrings, or a parameter only backward reads; else None. Inference and
-    `record` both ask it (a pass-through that needs probe runs, `straight_through`, is
-    inference's alone)."""
+    `record` both ask it, then try a pass-through on inputs (`straight_through`: two forward
+    runs)."""
     return (
         declared_surrogate(target)
         or named_surrogate(target)
@@ -225,16 +225,21 @@ def passed_through(target: Target) -> tuple[int, ...]:
 def straight_through(target: Target, choices: Sequence[Choice]) -> str | None:
     """PASSES_THROUGH where backward passes grad_output through to inputs forward's output
     does not move with, on the inferred inputs `choices`; else None."""
+    return passes_through_on(target, [choice.item for choice in choices])
+
+
+def passes_through_on(target: Target, items: Sequence[Any]) -> str | None:
+    """`straight_through` on the inputs a spec's case lists (`items`: a recorded case's)."""
     positions = passed_through(target)
     if not positions or _returns_a_parameter(target, positions):
         return None
     try:
-        return PASSES_THROUGH if _flat(target, choices, positions) else None
+        return PASSES_THROUGH if _flat(target, items, positions) else None
     except Exception:  # forward refused a nudged input: no claim
         return None
 
 
-def _flat(target: Target, choices: Sequence[Choice], positions: tuple[int, ...]) -> bool:
+def _flat(target: Target, items: Sequence[Any], positions: tuple[int, ...]) -> bool:
     """Whether forward's float outputs stay put when the inputs at `positions` move."""
     import torch
 
@@ -243,7 +248,7 @@ def _flat(target: Target, choices: Sequence[Choice], positions: tuple[int, ...])
     from gradverify.numerics import seeded
     from gradverify.spec.models import Case
 
-    case = Case.model_validate({"name": "nudge", "inputs": [c.item for c in choices]})
+    case = Case.model_validate({"name": "nudge", "inputs": list(items)})
     arguments = list(cast(build_inputs(case, 0)))
     moved = [
         i

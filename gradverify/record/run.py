@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gradverify.errors import GradverifyError, UsageError
-from gradverify.inference.surrogates import surrogate_in_code
+from gradverify.inference.surrogates import passes_through_on, surrogate_in_code
 from gradverify.record.cases import (
     RecordedCase,
     Unwritable,
@@ -214,8 +214,16 @@ def _update(
         return update
     cases = _cases(loaded, positioned, names, project, shrink)
     entry = entries[0] if entries else None
-    write_cases(update, cases, entry, spec_dir, project, surrogate_in_code(loaded))
+    write_cases(update, cases, entry, spec_dir, project, _surrogate(loaded, cases))
     return update
+
+
+def _surrogate(loaded: Target, cases: Sequence[RecordedCase]) -> str | None:
+    """Why backward is a surrogate on purpose, by inference's rules: what the code says, or
+    grad_output passed through to an input forward's output does not move with (on the
+    first recorded case's inputs); None for a Function nothing declares."""
+    said = surrogate_in_code(loaded)
+    return said or (passes_through_on(loaded, cases[0].inputs) if cases else None)
 
 
 def _cases(

@@ -37,8 +37,9 @@ class MapElementwise(torch.autograd.Function):
         return gradient, None
 
 
-class MapElementwiseStraightThrough(MapElementwise):
-    """Bug: backward passes the gradient through as if fn were the identity."""
+class MapElementwiseAsIdentity(MapElementwise):
+    """Bug: backward passes the gradient through as if fn were the identity (named for
+    that, not StraightThrough: a name saying so declares a surrogate on purpose)."""
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:

@@ -19,7 +19,7 @@ SCRIPT = """\
 import torch
 from tests.functions.recorded import SymmetricSmooth
 from tests.functions.recorded_contracts import (
-    MapElementwise, MapElementwiseStraightThrough, Renormalize, RenormalizeDropsMean,
+    MapElementwise, MapElementwiseAsIdentity, Renormalize, RenormalizeDropsMean,
     SPDSolve, SPDSolveTransposed, softsign,
 )
 
@@ -39,7 +39,7 @@ class Smoother(torch.nn.Module):
 
 torch.manual_seed(0)
 x = torch.randn(5, 3, requires_grad=True)
-for mapped in (MapElementwise, MapElementwiseStraightThrough):
+for mapped in (MapElementwise, MapElementwiseAsIdentity):
     mapped.apply(x, torch.tanh).sum().backward()
 MapElementwise.apply(x, softsign).sum().backward()
 MapElementwise.apply(x, lambda v: v * v).sum().backward()
@@ -100,7 +100,7 @@ def test_the_callable_spec_passes_the_correct_function_only(
     correct = run_spec(project / "specs" / "map_elementwise.yaml")
     assert not find(correct, status="fail"), [r.message for r in find(correct, status="fail")]
     assert {result.case for result in find(correct, status="pass")} >= {"script_py_25"}
-    buggy = run_spec(project / "specs" / "map_elementwise_straight_through.yaml")
+    buggy = run_spec(project / "specs" / "map_elementwise_as_identity.yaml")
     assert {result.input_index for result in find(buggy, status="fail")} == {0}
 
 
