@@ -6,6 +6,9 @@ with another input (`half_extents`, `radius`, `scale`) is drawn positive, and tw
 cases put the compared tensor above and below the others: every point inside the box, then
 (nearly) every point outside it.
 
+An ordered pair (`lo < hi`, gradverify.inference.order) is never the one moved: the other
+tensor a comparison reads goes above both, then below both.
+
 Importing this module never imports torch.
 """
 
@@ -22,6 +25,7 @@ from gradverify.inference.called import Helper, called_helpers
 from gradverify.inference.choice import NUMBER, POSITIVE, Choice, is_float_tensor, with_choice
 from gradverify.inference.dataflow import Flow, reads_shape, sources_in, target_flow
 from gradverify.inference.extra import Extra
+from gradverify.inference.order import ordered_names
 from gradverify.target.syntax import FunctionNode, called_name, own_nodes
 
 if TYPE_CHECKING:
@@ -132,16 +136,20 @@ def both_sides(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
     # a clamp's bounds (clamp(-qn, qp)) are the wide case's and the bound names' to reach
     bounds = compared_groups(flow, compares=False, helpers=helpers)
     seen |= {name for group in bounds for name in group}
+    seen |= ordered_names(target)  # lo=2.5 past hi=0.5 breaks lo < hi
     for group in compared_groups(flow, calls=False, helpers=helpers):
         if len([name for name in floats if name in group]) == 1:
             yield from _numbers_compared(base, group, seen)
     seen = set()
+    ordered = ordered_names(target)
     for group in compared_groups(flow, helpers=helpers):
         tensors = [name for name in floats if name in group]
-        if len(tensors) < 2:
+        # an ordered pair (lo < hi) keeps its order: the other tensor goes past both
+        free = [name for name in tensors if name not in ordered]
+        if len(tensors) < 2 or not free:
             continue
-        extents = [name for name in tensors if EXTENT_NAMES.search(name)]
-        compared = (extents or tensors)[-1]
+        extents = [name for name in free if EXTENT_NAMES.search(name)]
+        compared = (extents or free)[-1]
         if compared in seen:
             continue
         seen.add(compared)

@@ -31,6 +31,7 @@ from gradverify.inference.choice import (
     with_choice,
 )
 from gradverify.inference.contract import rank_stated
+from gradverify.inference.order import kept as keeps_order
 from gradverify.inference.probe import probe
 from gradverify.inference.reach import fitted, reaching, relabeled
 from gradverify.inference.source import BranchPoints, branch_points, is_mask, source_facts
@@ -93,6 +94,8 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
         if key in seen:
             return
         seen.add(key)
+        if not keeps_order(target, choices):
+            return  # breaks an order the code states (lo < hi): a failed guess, not a case
         outcome = probe(target, choices, randomness=True)
         case = (relabeled(candidate.label, candidate.choices, choices), tuple(choices))
         if outcome.stage == "forward" or outcome.random or outcome.misfit:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from gradverify.inference import branches, gathers, indices, scalars, shapes
+from gradverify.inference import branches, gathers, indices, order, scalars, shapes
 from gradverify.inference.choice import Choice, fit_indices
 from gradverify.inference.extra import Extra
 
@@ -23,10 +23,11 @@ if TYPE_CHECKING:
 def fitted(target: Target, choices: Sequence[Choice]) -> list[Choice]:
     """`choices` with index tensors valid for what they index, as long as what they pair
     with or gather from and repeating; counts covering them; compared extents positive; an axis forward
-    reads with literals as wide as the base case got it."""
+    reads with literals as wide as the base case got it; an ordered pair (`lo < hi`,
+    gradverify.inference.order) in its order."""
     read = shapes.with_components(target, choices, kept_only=True)
     fit = gathers.fit(target, indices.fit(target, fit_indices(read)))
-    return branches.positive_extents(target, fit)
+    return order.ordered(target, branches.positive_extents(target, fit))
 
 
 def relabeled(label: str, before: Sequence[Choice], after: Sequence[Choice]) -> str:
