@@ -12,7 +12,8 @@ Read without running the code, from:
 Inference draws an ordered pair of float tensors from disjoint ranges that keep the order
 (lo in [-1, -0.1], hi in [0.1, 1]), gives an ordered pair of numbers distinct values in the
 order, and drops a case that breaks it: a guess that breaks the Function's contract is a
-failed guess, not a finding.
+failed guess, not a finding. An explored draw whose numbers break it is a failed draw
+(gradverify.engine.explore.search).
 
 Importing this module never imports torch.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -218,6 +219,21 @@ def kept(target: Target, choices: Sequence[Choice]) -> bool:
         if below is not None and above is not None and below[1] > above[0]:
             return False
     return True
+
+
+def numbers_out_of_order(target: Target, numbers: Mapping[int, Any]) -> Order | None:
+    """The first order that the numbers at forward's argument positions (`{1: 0.7, 2: 0.6}`)
+    break, or None: an explored draw of other numbers that breaks one is a failed draw."""
+    by_name = {
+        target.parameters[index]: value
+        for index, value in numbers.items()
+        if index < len(target.parameters) and type(value) in (int, float)
+    }
+    for order in read_orders(target):
+        lower, upper = by_name.get(order.lower), by_name.get(order.upper)
+        if lower is not None and upper is not None and lower > upper:
+            return order
+    return None
 
 
 def ordered_names(target: Target) -> frozenset[str]:

@@ -114,6 +114,24 @@ class ClampNumbers(torch.autograd.Function):
         return grad * ((x >= ctx.lo) & (x <= ctx.hi)), None, None
 
 
+class RescaleBetween(torch.autograd.Function):
+    """(x - lo) / (hi - lo), clamped to [0, 1]: x rescaled between two numbers, lo < hi.
+
+    Its backward passes the gradient where lo < x < hi: right only in that order."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.lo, ctx.hi = lo, hi
+        return ((x - lo) / (hi - lo)).clamp(0.0, 1.0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        (x,) = ctx.saved_tensors
+        inside = (x > ctx.lo) & (x < ctx.hi)
+        return grad * inside / (ctx.hi - ctx.lo), None, None
+
+
 class ConditionOnly(torch.autograd.Function):
     """Adds a to b; where a < b the result is b's side of the pair (a region, not a rule)."""
 

@@ -101,3 +101,25 @@ def test_the_init_spec_keeps_the_order_says_why_and_passes(run_spec, find) -> No
     report = run_spec(text)
     assert not find(report, status="fail")
     assert report.summary.cases == 3
+
+
+# --- explored draws -----------------------------------------------------------------------
+
+RESCALE = f"""
+target: {MODULE}:RescaleBetween
+explore: 30
+cases:
+  - name: close bounds
+    inputs:
+      - {{shape: [8], low: 0.3, high: 0.8}}
+      - 0.5
+      - 0.55
+"""
+
+
+def test_explored_numbers_that_break_the_order_are_failed_draws(run_spec, find) -> None:
+    report = run_spec(RESCALE, seed=0)
+
+    assert not find(report, status="fail"), [r.message for r in find(report, status="fail")]
+    explored = [r.explored for r in find(report, check="finite_difference") if r.explored]
+    assert explored and explored[0].draws == 30 and not explored[0].found

@@ -42,6 +42,12 @@ def other_numbers(case: Case, generator: torch.Generator) -> Case:
     return case.model_copy(update={"inputs": inputs})
 
 
+def numbers_of(case: Case) -> dict[int, bool | int | float]:
+    """Each of `case`'s numbers that a draw varies, by its position."""
+    found = {index: _number(case.inputs[index]) for index in number_indices(case)}
+    return {index: value for index, value in found.items() if value is not None}
+
+
 def changed_numbers(case: Case, drawn: Case) -> list[tuple[int, Any]]:
     """(position, value) of each number `drawn` gives another value than `case`."""
     return [

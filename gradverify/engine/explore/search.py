@@ -26,10 +26,11 @@ from gradverify.engine.branch_coverage import measuring
 from gradverify.engine.explore import CHECK, Budget
 from gradverify.engine.explore.aim import AIMED, Unrun, aimed_draws, unrun_arcs
 from gradverify.engine.explore.draws import Draw, draws, tensor_indices, varies
-from gradverify.engine.explore.numbers import changed_numbers, with_numbers_of
+from gradverify.engine.explore.numbers import changed_numbers, numbers_of, with_numbers_of
 from gradverify.engine.explore.shrink import Found, Shrinker
 from gradverify.engine.explore.snippet import case_snippet, fits_in_values
 from gradverify.engine.off_kinks import settle_inputs
+from gradverify.inference.order import numbers_out_of_order
 from gradverify.inputs import KINK_MARGIN_EPS, build_inputs
 from gradverify.results import Branches, Explored, Result, Status
 from gradverify.spec.models import Case
@@ -150,6 +151,8 @@ def _reached(aiming: _Aiming, branches: Branches | None) -> None:
 def _found(context: CaseContext, case: Case, draw: Draw) -> tuple[Found | None, Draw]:
     """The draw's failure, if it fails; with the case's own numbers where it fails with them
     too (then the numbers did not matter, and the draw says so)."""
+    if draw.other_numbers and numbers_out_of_order(context.target, numbers_of(draw.case)):
+        return None, draw  # its numbers break an order the code states (lo < hi): a failed draw
     arguments, _ = settle_inputs(
         context.target, draw.case, draw.arguments, context.spec, context.seed
     )
