@@ -62,6 +62,14 @@ class RandomBackward:
             f"{self.deviation:.0%} of the largest)"
         )
 
+    def spec_lines(self) -> list[str]:
+        """The spec's keys as YAML lines, commented (init's and record's new specs)."""
+        return [
+            f"gradient: approximate   # {self.comment()}",
+            f"samples: {self.samples}",
+            f"max_error: {self.max_error:g}",
+        ]
+
     def comment(self) -> str:
         """`init`'s comment beside `gradient: approximate`."""
         return (

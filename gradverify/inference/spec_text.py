@@ -54,10 +54,7 @@ def spec_text(inference: Inference, case: str = "basic", header: Sequence[str] =
     if inference.surrogate:  # the user's declaration, read from the docstring
         lines.append(f"gradient: surrogate   # {surrogate_comment(inference.surrogate)}")
     elif inference.random_backward is not None:  # measured: two runs differ by the seed
-        drawn = inference.random_backward
-        lines.append(f"gradient: approximate   # {drawn.comment()}")
-        lines.append(f"samples: {drawn.samples}")
-        lines.append(f"max_error: {drawn.max_error:g}")
+        lines.extend(inference.random_backward.spec_lines())
     lines.append("cases:")
     for label, choices in inference.cases:
         if is_plain_twin(inference.choices, choices):

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gradverify.errors import GradverifyError, UsageError
-from gradverify.inference.surrogates import passes_through_on, surrogate_in_code
+from gradverify.inference.random_backward import random_backward_on
+from gradverify.inference.surrogates import passes_through_on, surrogate_comment, surrogate_in_code
 from gradverify.record.cases import (
     RecordedCase,
     Unwritable,
@@ -214,16 +215,25 @@ def _update(
         return update
     cases = _cases(loaded, positioned, names, project, shrink)
     entry = entries[0] if entries else None
-    write_cases(update, cases, entry, spec_dir, project, _surrogate(loaded, cases))
+    gradient = gradient_lines(loaded, cases) if entry is None or entry.file is None else []
+    write_cases(update, cases, entry, spec_dir, project, gradient)
     return update
 
 
-def _surrogate(loaded: Target, cases: Sequence[RecordedCase]) -> str | None:
-    """Why backward is a surrogate on purpose, by inference's rules: what the code says, or
-    grad_output passed through to an input forward's output does not move with (on the
-    first recorded case's inputs); None for a Function nothing declares."""
-    said = surrogate_in_code(loaded)
-    return said or (passes_through_on(loaded, cases[0].inputs) if cases else None)
+def gradient_lines(loaded: Target, cases: Sequence[RecordedCase]) -> list[str]:
+    """A new spec's `gradient:` lines, by inference's rules: `surrogate` where backward is
+    one on purpose (what the code says, or grad_output passed through to an input forward's
+    output does not move with, on the first recorded case's inputs); `approximate` with
+    `samples` and `max_error` where backward draws random numbers of its own (measured on
+    the recorded cases); none for a Function that is neither."""
+    if not cases:
+        return []
+    said = surrogate_in_code(loaded) or passes_through_on(loaded, cases[0].inputs)
+    if said:
+        return [f"gradient: surrogate   # {surrogate_comment(said)}"]
+    recorded = [case.inputs for case in cases if case.variant is None]
+    drawn = random_backward_on(loaded, recorded or [cases[0].inputs])
+    return drawn.spec_lines() if drawn is not None else []
 
 
 def _cases(

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from gradverify.errors import SpecError
 from gradverify.inference.spec_text import file_name, flow
-from gradverify.inference.surrogates import surrogate_comment
 from gradverify.record.cases import RecordedCase, site_shown
 from gradverify.spec.discover import find_specs_for_identity
 from gradverify.spec.identity import TargetIdentity, identify
@@ -74,11 +73,11 @@ def write_cases(
     entry: SpecEntry | None,
     spec_dir: Path,
     project: Path,
-    surrogate: str | None = None,
+    gradient: Sequence[str] = (),
 ) -> None:
-    """Append `cases` to `entry`'s file, or write them to a new file in `spec_dir`, with
-    `gradient: surrogate` where the code says backward is one (`surrogate`, as inference
-    found it: gradverify.inference.surrogates); an existing spec keeps what it declares."""
+    """Append `cases` to `entry`'s file, or write them to a new file in `spec_dir`, with the
+    `gradient` lines (`gradient: surrogate   # ...`, as run.gradient_lines finds them) in a
+    new file only: an existing spec keeps what it declares."""
     if not cases:
         return
     blocks = [case_text(case, project) for case in cases]
@@ -92,7 +91,6 @@ def write_cases(
             _count(update, cases)
             return
     path = _free_path(spec_dir / file_name(update.target))
-    gradient = [f"gradient: surrogate   # {surrogate_comment(surrogate)}"] if surrogate else []
     lines = [*HEADER, f"target: {flow(update.target)}", *gradient, "cases:", *blocks]
     text = "\n".join(lines) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
