@@ -126,7 +126,8 @@ def run_case(
             produced = with_branches(produced, ran)  # after explore, which may replace them
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
-            timed = bases.judge(structured.judge(fold(results, random_forward.judge(timed))))
+            # judged first, so that a warning gradcheck repeats is folded under the first
+            timed = fold(results, bases.judge(structured.judge(random_forward.judge(timed))))
             results.extend(timed)
             if observer is not None:
                 observer.check_finished(timed)
