@@ -2,11 +2,12 @@
 
 Read without running the code, from:
 
-- the docstrings of the Function and of its methods: `lo < hi`, `low <= high`, `a < b < c`,
+- the docstrings of the Function and of its methods: `lo < hi`, `low <= high`, the ends of
+  a chain (`lo <= x <= hi`: lo <= hi; where x lies is no order between parameters),
   `lower must be less than upper`, `upper greater than lower`; never where a clause states a
   condition (`where x < lo`, `wherever x > clip_val`, `for a > b`): a region, not a contract;
 - forward's asserts: `assert (lo < hi).all()`, `assert low < high`, `torch.all(lo < hi)`,
-  `torch._assert((lo < hi).all(), ...)`;
+  `assert (hi - lo > 0).all()`, `assert lo.lt(hi).all()`, `torch._assert((lo < hi).all(), ...)`;
 - forward's raises: `if (lo >= hi).any(): raise ValueError(...)`, `if not (lo < hi).all(): raise`.
 
 Inference draws an ordered pair of float tensors from disjoint ranges that keep the order
@@ -45,7 +46,12 @@ CONDITION_BEFORE = re.compile(
 # The share of an ordered pair's common range left between the two (lo in [-1, -0.1],
 # hi in [0.1, 1] from [-1, 1]): the pair's elements never come close to equal.
 GAP = 0.05
-NEGATED = {ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Gt: ast.LtE, ast.GtE: ast.Lt}
+NEGATED: dict[type, type] = {ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Gt: ast.LtE, ast.GtE: ast.Lt}
+# Comparisons written as calls: `lo.lt(hi)`, `torch.less_equal(lo, hi)`.
+METHODS: dict[str, type] = {
+    "lt": ast.Lt, "less": ast.Lt, "le": ast.LtE, "less_equal": ast.LtE,
+    "gt": ast.Gt, "greater": ast.Gt, "ge": ast.GtE, "greater_equal": ast.GtE,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -105,12 +111,14 @@ def _documented(texts: Sequence[str], parameters: Sequence[str]) -> Iterator[Ord
         rf"({names})\b"
     )
     for text in texts:
-        for said in operator.finditer(text):
-            if CONDITION_BEFORE.search(text[max(0, said.start() - 40) : said.start()]):
+        for chain in _chains(operator.finditer(text)):
+            if CONDITION_BEFORE.search(text[max(0, chain[0].start() - 40) : chain[0].start()]):
                 continue
-            first, op, second = said.group(1), said.group(2), said.group(3)
-            if first != second:
-                yield _order(first, second, op in LESS, "the docstring says")
+            directions = {said.group(2) in LESS for said in chain}
+            first, last = chain[0].group(1), chain[-1].group(3)
+            if len(directions) == 1 and first != last:
+                # `lo <= x <= hi` says where x lies; of a chain only its ends are an order
+                yield _order(first, last, directions.pop(), "the docstring says")
         for said in worded.finditer(text):
             if CONDITION_BEFORE.search(text[max(0, said.start() - 40) : said.start()]):
                 continue
@@ -118,6 +126,18 @@ def _documented(texts: Sequence[str], parameters: Sequence[str]) -> Iterator[Ord
             less = re.fullmatch(LESS_WORDS, words) is not None
             if first != second:
                 yield _order(first, second, less, "the docstring says")
+
+
+def _chains(found: Iterator[re.Match[str]]) -> Iterator[list[re.Match[str]]]:
+    """Comparisons that follow on from each other (`lo <= x` then `x <= hi`) as one chain."""
+    chain: list[re.Match[str]] = []
+    for said in found:
+        if chain and said.start(1) != chain[-1].start(3):
+            yield chain
+            chain = []
+        chain.append(said)
+    if chain:
+        yield chain
 
 
 def _order(first: str, second: str, less: bool, source: str) -> Order:
@@ -152,12 +172,35 @@ def _compared(test: ast.AST, holds: bool, names: set[str], source: str) -> Itera
             for value in test.values:
                 yield from _compared(value, holds, names, source)
     elif isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in NEGATED:
-        left, right = _unwrapped(test.left), _unwrapped(test.comparators[0])
-        if not (isinstance(left, ast.Name) and isinstance(right, ast.Name)):
-            return
-        if left.id in names and right.id in names and left.id != right.id:
-            op = type(test.ops[0]) if holds else NEGATED[type(test.ops[0])]
-            yield _order(left.id, right.id, op in (ast.Lt, ast.LtE), source)
+        operands = _operands(test.left, test.comparators[0])
+        yield from _pair(operands, type(test.ops[0]), holds, names, source)
+    elif isinstance(test, ast.Call) and called_name(test) in METHODS:
+        receiver = test.func.value if isinstance(test.func, ast.Attribute) else None
+        module = isinstance(receiver, ast.Name) and receiver.id in ("torch", "np", "numpy")
+        arguments = test.args if receiver is None or module else [receiver, *test.args]
+        if len(arguments) == 2:
+            operands = _operands(arguments[0], arguments[1])
+            yield from _pair(operands, METHODS[called_name(test)], holds, names, source)
+
+
+def _operands(left: ast.AST, right: ast.AST) -> tuple[ast.AST, ast.AST]:
+    """The two sides compared; `hi - lo > 0` compares hi with lo."""
+    left, right = _unwrapped(left), _unwrapped(right)
+    zero = isinstance(right, ast.Constant) and right.value == 0
+    if zero and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Sub):
+        return _unwrapped(left.left), _unwrapped(left.right)
+    return left, right
+
+
+def _pair(
+    operands: tuple[ast.AST, ast.AST], op: type, holds: bool, names: set[str], source: str
+) -> Iterator[Order]:
+    left, right = operands
+    if not (isinstance(left, ast.Name) and isinstance(right, ast.Name)):
+        return
+    if left.id in names and right.id in names and left.id != right.id:
+        op = op if holds else NEGATED[op]
+        yield _order(left.id, right.id, op in (ast.Lt, ast.LtE), source)
 
 
 def _unwrapped(node: ast.AST) -> ast.AST:

@@ -132,6 +132,36 @@ class RescaleBetween(torch.autograd.Function):
         return grad * inside / (ctx.hi - ctx.lo), None, None
 
 
+class ChainDocumented(torch.autograd.Function):
+    """The part of x that lies inside the window, zero elsewhere: lo <= x <= hi keeps x."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+        inside = (x >= lo) & (x <= hi)
+        ctx.save_for_backward(inside)
+        return x * inside
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        (inside,) = ctx.saved_tensors
+        return grad * inside, None, None
+
+
+class DifferenceChecked(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+        assert (hi - lo > 0).all()
+        if lo.ge(hi).any():
+            raise ValueError("empty window")
+        ctx.save_for_backward(x, lo, hi)
+        return torch.minimum(torch.maximum(x, lo), hi)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        x, lo, hi = ctx.saved_tensors
+        return _bound_gradients(grad, x < lo, x > hi)
+
+
 class ConditionOnly(torch.autograd.Function):
     """Adds a to b; where a < b the result is b's side of the pair (a region, not a rule)."""
 

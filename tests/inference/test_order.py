@@ -35,6 +35,13 @@ def test_a_docstring_states_an_order_with_an_operator_or_in_words() -> None:
 def test_forward_states_an_order_by_an_assert_or_a_raise() -> None:
     assert orders("AssertedClamp") == (Order("low", "high", "forward asserts"),)
     assert orders("RaisingClamp") == (Order("min_val", "max_val", "forward raises otherwise"),)
+    # `assert (hi - lo > 0).all()` and `if lo.ge(hi).any(): raise` say it once
+    assert [(o.lower, o.upper) for o in orders("DifferenceChecked")] == [("lo", "hi")]
+
+
+def test_of_a_chain_in_a_docstring_only_its_ends_are_ordered() -> None:
+    # `lo <= x <= hi` says where x lies, not that every x must: lo <= hi only
+    assert orders("ChainDocumented") == (Order("lo", "hi", "the docstring says"),)
 
 
 def test_a_comparison_a_docstring_states_as_a_condition_is_no_order() -> None:
