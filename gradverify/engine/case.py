@@ -23,6 +23,7 @@ from gradverify.engine.explore import budget
 from gradverify.engine.folding import fold
 from gradverify.engine.gauge import GaugeBases
 from gradverify.engine.off_kinks import settle_inputs
+from gradverify.engine.ordered import order_notes
 from gradverify.engine.random_forward import RandomForward
 from gradverify.engine.repeatable import cuda_devices, repeatable
 from gradverify.engine.structured import StructuredInputs
@@ -127,7 +128,8 @@ def run_case(
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
             # judged first, so that a warning gradcheck repeats is folded under the first
-            timed = fold(results, bases.judge(structured.judge(random_forward.judge(timed))))
+            timed = bases.judge(structured.judge(random_forward.judge(timed)))
+            timed = fold(results, order_notes(job.target, case, timed))  # lo < hi broken?
             results.extend(timed)
             if observer is not None:
                 observer.check_finished(timed)

@@ -130,3 +130,28 @@ def test_explored_numbers_that_break_the_order_are_failed_draws(run_spec, find) 
     assert not find(report, status="fail"), [r.message for r in find(report, status="fail")]
     explored = [r.explored for r in find(report, check="finite_difference") if r.explored]
     assert explored and explored[0].draws == 30 and not explored[0].found
+
+
+# --- a spec's case that breaks it ---------------------------------------------------------
+
+BROKEN = f"""
+target: {MODULE}:BoundedClamp
+cases:
+  - name: lo above hi
+    inputs:
+      - {{shape: [4, 3]}}
+      - {{shape: [3], low: 2.0, high: 3.0}}
+      - {{shape: [3], low: 0.1, high: 1.0}}
+"""
+
+
+def test_a_failure_on_a_spec_case_that_breaks_the_order_says_so(run_spec, find) -> None:
+    report = run_spec(BROKEN)
+
+    failed = find(report, status="fail")  # the user's case is judged as it is
+    assert failed
+    note = (
+        "this case draws lo from [2, 3], not below hi from [0.1, 1], though lo < hi, as the "
+        "docstring says: a case outside the Function's contract; fix or delete it"
+    )
+    assert all(note in result.notes for result in failed)
