@@ -15,6 +15,7 @@ Importing this module never imports torch; `infer` does.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -51,10 +52,18 @@ __all__ = ["LITERAL", "NUMBER", "TENSOR", "Choice", "Inference", "infer"]
 
 def infer(target: Target) -> Inference:
     """Choose inputs for `target` by its signature and by probing forward and backward:
-    one base case, then more cases that reach other paths (gradverify.inference.cases)."""
+    one base case, then more cases that reach other paths (gradverify.inference.cases).
+    What the user's code warns on the guesses (`x.T` of a vector) is no one's business: the
+    checks run on what is chosen, and warn there if they should."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _inferred(target)
+
+
+def _inferred(target: Target) -> Inference:
     base = _base(target)
     if base.rejection is not None:  # a kernel that refuses float64 or CPU tensors?
-        return in_kernel_precision(target, base, lambda: infer(target), _forward_runs)
+        return in_kernel_precision(target, base, lambda: _inferred(target), _forward_runs)
     surrogate = declared_surrogate(target)
     if not base.ran:
         return replace(base, surrogate=surrogate)
