@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -141,7 +143,43 @@ def concrete_shape(contract: Contract, symbols: dict[str, int]) -> tuple[int, ..
     return tuple(shape)
 
 
+# A named dim with arithmetic, as docstrings write a pyramid's levels or a sequence's
+# differences: `H/2`, `H//2`, `2*N`, `N*2`, `T-1`, `K+1`.
+EXPRESSION = re.compile(r"^(?:(\d+)\s*\*\s*)?([A-Za-z_]\w*)(?:\s*(//|/|\*|\+|-)\s*(\d+))?$")
+
+
+def divided_symbols(contracts: Iterable[Contract]) -> dict[str, int]:
+    """Sizes for the named dims that a documented shape divides (`coarse: [H/2, W/2]`
+    beside `fine: [H, W]`): each a distinct size of SIZES that its divisors divide, so that
+    `H/2` is whole (H = 4, W = 6); the other names are sized as they are met."""
+    divisors: dict[str, int] = {}
+    for contract in contracts:
+        for dim in contract.dims or ():
+            found = EXPRESSION.match(dim.replace(" ", ""))
+            if found and found.group(3) in ("/", "//") and int(found.group(4)) > 1:
+                name, divisor = found.group(2), int(found.group(4))
+                divisors[name] = math.lcm(divisors.get(name, 1), divisor)
+    symbols: dict[str, int] = {}
+    for name, divisor in divisors.items():
+        fitting = [n * divisor for n in range(2, 9)] + list(SIZES)
+        free = [size for size in fitting if size % divisor == 0 and size not in symbols.values()]
+        symbols[name] = free[0]
+    return symbols
+
+
 def _size(dim: str, symbols: dict[str, int], literal: set[int], odd: bool = False) -> int:
+    found = EXPRESSION.match(dim.replace(" ", ""))
+    if found and (found.group(1) or found.group(3)):
+        base = _size(found.group(2), symbols, literal)
+        factor = int(found.group(1) or 1)
+        operation, number = found.group(3), int(found.group(4) or 0)
+        if operation in ("/", "//"):
+            return max(1, factor * base // max(number, 1))
+        if operation == "*":
+            return factor * base * number
+        if operation in ("+", "-"):
+            return max(1, factor * base + (number if operation == "+" else -number))
+        return factor * base
     name = dim.lstrip("#").lstrip("_") or dim
     if name.isdigit():
         return int(name)

@@ -33,7 +33,11 @@ STRUCTURE_WORDS = (
     (re.compile(r"probabilit|simplex|sums? to (one|1)", re.I), "simplex"),
     (re.compile(r"\b(strictly )?positive\b(?! definite)", re.I), "positive"),
 )
-DIM_TOKEN = re.compile(r"\*?[A-Za-z_]\w{0,11}|\d+|\.\.\.")
+DIM_TOKEN = re.compile(
+    r"\*?[A-Za-z_]\w{0,11}|\d+|\.\.\."
+    r"|(?:\d+\s*\*\s*)?[A-Za-z_]\w{0,11}\s*(?://|/|\*|\+|-)\s*\d+"  # H/2, 2*N, T-1
+    r"|\d+\s*\*\s*[A-Za-z_]\w{0,11}"
+)
 # A bracketed group: `(` not right after a word (`f(t, y)` is a call), `[` anywhere
 # (`Tensor[N, 3]`); the brackets may not match (`[0, n)`: a range, told apart below).
 BRACKETED = re.compile(r"(?:(?<![\w.])\(|\[)([^()\[\]]*)[\)\]]")
@@ -101,11 +105,19 @@ def surrogate_phrase(texts: Sequence[str]) -> str | None:
 
 
 def _entries(text: str, parameters: Sequence[str]) -> Iterator[tuple[str, str]]:
-    """(parameter, its entry): the line that starts with it and the lines indented below."""
+    """(parameter, its entry): the line that starts with it and the lines indented below; or,
+    where a line lists several (`fine: [B, C, H, W], coarse: [B, C, H/2, W/2]`), the part of
+    the line from its name to the next parameter's."""
     lines = text.splitlines()
+    names = "|".join(re.escape(name) for name in parameters)
     for at, line in enumerate(lines):
         for name in parameters:
             if not re.match(rf"\s*(?::param\s+(?:\w+\s+)?)?{re.escape(name)}\b\s*[:(\[]", line):
+                listed = re.search(rf"[,;]\s*{re.escape(name)}\s*:", line) if names else None
+                if listed is not None:
+                    part = line[listed.end() :]
+                    after = re.search(rf"[,;]\s*(?:{names})\s*:", part)
+                    yield name, f"{name}:{part[: after.start()] if after else part}"
                 continue
             indent = len(line) - len(line.lstrip())
             entry = [line]

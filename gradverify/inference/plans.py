@@ -20,6 +20,7 @@ from gradverify.inference.contract import (
     SHAPE,
     Contract,
     concrete_shape,
+    divided_symbols,
     read_contract,
 )
 from gradverify.inference.source import is_mask, source_facts
@@ -145,7 +146,8 @@ def plans_of(target: Target) -> list[Plan]:
     contracts = read_contract(target)
     passed = passed_at_call_sites(target)
     buffers = buffers_at_call_sites(target)
-    symbols: dict[str, int] = {}  # the named dims of every shape read, one size each
+    # the named dims of every shape read, one size each; those a shape divides first
+    symbols = divided_symbols(contracts.values())
     plans: list[Plan] = []
     for index, name in enumerate(target.parameters):
         annotation = annotations.get(name, "")

@@ -393,3 +393,32 @@ class SafeLog(Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (x,) = ctx.saved_tensors
         return grad / (x + ctx.eps), None
+
+
+class AddCoarseLevel(Function):
+    """fine + the coarse level repeated 2×2, as a pyramid adds its levels.
+
+    Args:
+        fine: [B, C, H, W] the finer level.
+        coarse: [B, C, H/2, W/2] the coarser level, half as high and wide.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, fine: torch.Tensor, coarse: torch.Tensor) -> torch.Tensor:
+        return fine + coarse.repeat_interleave(2, -2).repeat_interleave(2, -1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        height, width = grad.shape[-2] // 2, grad.shape[-1] // 2
+        blocks = grad.reshape(*grad.shape[:-2], height, 2, width, 2)
+        return grad, blocks.sum((-3, -1))
+
+
+class AddCoarseLevelAveraged(AddCoarseLevel):
+    """The coarse level's gradient averaged over each 2×2 block where it is their sum."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        height, width = grad.shape[-2] // 2, grad.shape[-1] // 2
+        blocks = grad.reshape(*grad.shape[:-2], height, 2, width, 2)
+        return grad, blocks.mean((-3, -1))

@@ -37,6 +37,7 @@ def chosen(name: str) -> dict[str, Choice]:
         ("BatchTraceOfSquare", "BatchTraceOfSquareForgotTranspose"),
         ("SymmetricQuadForm", "SymmetricQuadFormForgotTwo"),
         ("BroadcastTo", "BroadcastToForgotSum"),
+        ("AddCoarseLevel", "AddCoarseLevelAveraged"),
     ],
 )
 def test_the_correct_twin_passes_and_the_buggy_twin_fails(correct: str, buggy: str) -> None:
@@ -172,3 +173,11 @@ def test_a_correct_function_that_reads_one_triangle_warns_and_a_wrong_one_fails(
     warned = [r for r in correct.results if r.status is Status.WARN and r.check == "gradcheck"]
     assert warned and "agrees with central differences along all 6 directions" in warned[0].message
     assert failed_checks(buggy) & {"finite_difference", "gradcheck"}
+
+
+def test_a_documented_shape_with_arithmetic_sizes_its_dims_to_fit() -> None:
+    """`coarse: [B, C, H/2, W/2]` beside `fine: [B, C, H, W]`: H and W even, halved."""
+    inputs = chosen("AddCoarseLevel")
+    fine, coarse = inputs["fine"].shape, inputs["coarse"].shape
+    assert fine[:2] == coarse[:2] and fine[2] != fine[3]
+    assert (coarse[2] * 2, coarse[3] * 2) == fine[2:]

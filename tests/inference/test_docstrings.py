@@ -182,3 +182,14 @@ def test_warnings_of_the_users_code_on_inference_probes_are_silenced() -> None:
         infer(load_target(f"{FUNCTIONS}:NoisyTranspose"))
 
     assert [str(w.message) for w in raised] == []
+
+
+def test_parameters_listed_on_one_line_each_get_their_own_shape() -> None:
+    """`fine: [B, C, H, W], coarse: [B, C, H/2, W/2]`: coarse's shape is its own part of
+    the line, arithmetic included, not fine's bracket that starts it."""
+    said = documented(
+        ["fine: [B, C, H, W], coarse: [B, C, H/2, W/2] (H, W even).  Nearest upsampling."],
+        ["fine", "coarse"],
+    )
+    assert said["fine"].dims == ("B", "C", "H", "W")
+    assert said["coarse"].dims == ("B", "C", "H/2", "W/2")
