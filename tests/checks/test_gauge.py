@@ -232,3 +232,25 @@ def test_structure_keeping_directions_name_the_element_they_move():
     assert gauge.location(point, "symmetric", 4) == "element [0, 1, 2] (with [0, 2, 1])"
     drawn = structures.projected(torch.randn(4, 3, 3, dtype=torch.float64), "upper")
     assert bool((drawn.tril(-1) == 0).all())
+
+
+def test_a_wrong_second_derivative_after_a_subspace_warning_says_the_first_only_warned(
+    run_spec,
+):
+    """First order warns (right for the subspace); the second derivative is wrong all the
+    same, and its hint says what vouched for the first: a warning, not a pass."""
+    found = run_spec(
+        f"""
+        target: {FUNCTIONS}:LowerTriangleEigenvectorsSavedBasis
+        checks: [finite_difference, gradgradcheck]
+        cases: [{{name: matrix, inputs: [{{shape: [5, 5], structure: symmetric}}]}}]
+        """
+    )
+    by_check = {r.check: r for r in found.results}
+    assert by_check["finite_difference"].status.value == "warn"
+    second = by_check["gradgradcheck"]
+    assert second.status.value == "fail", second.message
+    assert second.hint.startswith(
+        "finite_difference only warned about the first derivative on this case"
+    )
+    assert "values saved without grad" in second.hint

@@ -188,3 +188,14 @@ class LowerTriangleEigenvectorsGapSign(_LowerBasis):
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         eigenvalues, eigenvectors = ctx.saved_tensors
         return _sym(_subspace_grad_s(grad, eigenvalues, eigenvectors, sign=-1.0)) / 2
+
+
+class LowerTriangleEigenvectorsSavedBasis(_LowerBasis):
+    """LowerTriangleEigenvectors without @once_differentiable: its backward reads the
+    eigenvectors saved from forward, which carry no gradient, so differentiating it again
+    silently drops how they move with A (a wrong second derivative)."""
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        eigenvalues, eigenvectors = ctx.saved_tensors
+        return _sym(_subspace_grad_s(grad, eigenvalues, eigenvectors)) / 2

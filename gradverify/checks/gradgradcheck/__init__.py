@@ -239,6 +239,13 @@ class GradgradcheckCheck:
         if context.first_order_passed(FIRST_ORDER_CHECKS):
             passed = [c for c in FIRST_ORDER_CHECKS if any(r.check == c for r in earlier)]
             return SILENTLY_WRONG.format(checks=" and ".join(passed))
+        warned = [r for r in earlier if r.status is Status.WARN and r.same_as is None]
+        if warned:  # right only in a weaker sense (a subspace, a contract, on average)
+            return (
+                f"{warned[0].check} only warned about the first derivative on this case (see "
+                "above), so nothing vouches for it in full; backward's own derivative is wrong "
+                "here all the same: " + NOT_DIFFERENTIABLE
+            )
         # nothing vouches for the first derivative, nor condemns it
         why = "ran" if not earlier else "passed"
         return (
