@@ -38,7 +38,6 @@ MAX_ERROR = 0.1
 SIGMAS = 5.0
 MAX_SAMPLES = 1024
 BUDGET_SECONDS = 4.0  # for the `samples` Jacobians of the slowest case, per check
-ROUNDING_ULPS = 64.0  # what reordered sums may move an entry by, at the largest value
 
 
 @dataclass(frozen=True)
@@ -152,29 +151,12 @@ def _draws(target: Target, inputs: Sequence[Any]) -> bool:
             allow_unused=True,
         )  # fmt: skip
         runs.append(grads)
+    from gradverify.numerics.spreads import spreads
+
     terms = sum(o.numel() for o in outputs)
-    same = all(_apart(one, two, terms) <= 1.0 for one, two in zip(runs[0], runs[1], strict=True))
-    other = any(_apart(one, two, terms) > 1.0 for one, two in zip(runs[0], runs[2], strict=True))
+    same = all(spread.rounding for spread in spreads(runs[0], runs[1], terms))
+    other = not all(spread.rounding for spread in spreads(runs[0], runs[2], terms))
     return same and other
-
-
-def _apart(one: torch.Tensor | None, two: torch.Tensor | None, terms: int) -> float:
-    """How far two gradients lie apart, in units of what reordered sums explain."""
-    import torch
-
-    if one is None or two is None or one.shape != two.shape or not one.numel():
-        return 0.0
-    difference = float((one.detach() - two.detach()).abs().max())
-    if difference == 0.0:
-        return 0.0
-    if not math.isfinite(difference):
-        return math.inf
-    largest = float(
-        torch.cat([one.detach().abs().reshape(-1), two.detach().abs().reshape(-1)]).max()
-    )
-    unit = torch.finfo(one.dtype).eps if one.is_floating_point() or one.is_complex() else 0.0
-    allowance = ROUNDING_ULPS * unit * largest * math.sqrt(max(1.0, terms / one.numel()))
-    return difference / allowance if allowance > 0 else math.inf
 
 
 def _spread(target: Target, inputs: Sequence[Any]) -> tuple[float, float] | None:

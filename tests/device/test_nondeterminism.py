@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from gradverify.checks.backward.nondeterminism import ROUNDING_ULPS, spreads
+from gradverify.numerics.spreads import ROUNDING_ULPS, spreads
 
 SPEC = """
 target: tests.functions.nondeterministic:{name}

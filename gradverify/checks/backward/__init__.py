@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import torch
 
 from gradverify.checks.backward.malformed import malformed
-from gradverify.checks.backward.nondeterminism import Spread, rounding_words, spreads
+from gradverify.checks.backward.nondeterminism import rounding_words
 from gradverify.checks.backward.unreduced import summed_by_autograd, unreduced_warning
 from gradverify.checks.shared.backward_call import Gradients, run_backward, seeded_grad_outputs
 from gradverify.checks.shared.case import (
@@ -21,6 +21,7 @@ from gradverify.inputs import fresh_copies
 from gradverify.numerics.compare import wide_dtype
 from gradverify.numerics.jacobian import differentiable_outputs, unravel
 from gradverify.numerics.salts import Salt
+from gradverify.numerics.spreads import Spread, spreads
 from gradverify.numerics.stochastic import run_to_run_spread
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward, user_code
