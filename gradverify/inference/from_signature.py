@@ -64,9 +64,8 @@ def _inferred(target: Target) -> Inference:
     base = _base(target)
     if base.rejection is not None:  # a kernel that refuses float64 or CPU tensors?
         return in_kernel_precision(target, base, lambda: _inferred(target), _forward_runs)
-    surrogate = declared_surrogate(target)
-    if not base.ran:
-        return replace(base, surrogate=surrogate)
+    if not base.ran:  # the checks show what backward does wrong; the docstring's word holds
+        return replace(base, surrogate=declared_surrogate(target))
     extra = widened(target, base.choices)
     # undeclared: a name that says so (RoundSTE), a natural gradient, a grad_output passed on
     surrogate = surrogate_in_code(target) or straight_through(target, base.choices)
