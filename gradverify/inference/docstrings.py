@@ -113,7 +113,7 @@ def _entries(text: str, parameters: Sequence[str]) -> Iterator[tuple[str, str]]:
     for at, line in enumerate(lines):
         for name in parameters:
             if not re.match(rf"\s*(?::param\s+(?:\w+\s+)?)?{re.escape(name)}\b\s*[:(\[]", line):
-                listed = re.search(rf"[,;]\s*{re.escape(name)}\s*:", line) if names else None
+                listed = re.search(rf"[,;]\s*{re.escape(name)}\s*:", line)
                 if listed is not None:
                     part = line[listed.end() :]
                     after = re.search(rf"[,;]\s*(?:{names})\s*:", part)
