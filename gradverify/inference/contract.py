@@ -160,10 +160,9 @@ def divided_symbols(contracts: Iterable[Contract]) -> dict[str, int]:
                 name, divisor = found.group(2), int(found.group(4))
                 divisors[name] = math.lcm(divisors.get(name, 1), divisor)
     symbols: dict[str, int] = {}
-    for name, divisor in divisors.items():
-        fitting = [n * divisor for n in range(2, 9)] + list(SIZES)
-        free = [size for size in fitting if size % divisor == 0 and size not in symbols.values()]
-        symbols[name] = free[0]
+    for name, divisor in divisors.items():  # 2, 3, ... times the divisor: one is free
+        multiples = (n * divisor for n in range(2, len(divisors) + 3))
+        symbols[name] = next(size for size in multiples if size not in symbols.values())
     return symbols
 
 
