@@ -304,3 +304,23 @@ def test_layouts_runs_count_the_branches_for_an_input_that_needs_no_gradient(run
     (found,) = branch_coverage(report.results)
     assert found.complete  # layouts ran backward with each input in turn not requiring grad
     assert "branches run" not in FORMATS["text"](report, RenderOptions())
+
+
+def test_a_branch_on_needs_input_grad_that_none_ran_points_at_layouts(run_spec):
+    """Without layouts, `if ctx.needs_input_grad[i]`'s other side never runs, and new values
+    (what explore draws) never take it: the note names the check that does."""
+    report = run_spec(
+        """
+        target: gradverify.examples.linear:Linear
+        checks: [backward, finite_difference]
+        cases: [{name: all, inputs: [{shape: [4, 3]}, {shape: [2, 3]}, {shape: [2]}]}]
+        """
+    )
+    (found,) = branch_coverage(report.results)
+    assert not found.complete
+    text = " ".join(FORMATS["text"](report, RenderOptions(width=200)).split())
+    assert (
+        "not checked by any case: it runs where an input does not require grad; add `layouts` "
+        "to the checks, which runs each input so in turn"
+    ) in text
+    assert "--explore" not in text

@@ -4,6 +4,8 @@ always with -v); JSON carries the data (`branch_coverage`)."""
 
 from __future__ import annotations
 
+import linecache
+
 from gradverify.report.evidence import relative_path
 from gradverify.report.lines import plural
 from gradverify.results import BranchCoverage
@@ -12,9 +14,19 @@ from gradverify.results import BranchCoverage
 UNRUN = "not checked by any case: add a case that takes it, or try --explore N"
 
 
+# What a branch on `ctx.needs_input_grad` needs: an input that does not require grad, which
+# the `layouts` check gives each input in turn (new values, which explore draws, never do).
+UNRUN_GRAD = (
+    "not checked by any case: it runs where an input does not require grad; add `layouts` "
+    "to the checks, which runs each input so in turn"
+)
+
+
 def unrun_note(found: BranchCoverage) -> str:
     """What a branch none ran means; where explore aimed draws at it, that they never got
     there: `explore tried 10 draws aimed at line 41; never reached: add a case that takes it`."""
+    if all(_on_needed_grad(found.file, start) for start, _ in found.never):
+        return UNRUN_GRAD
     if not found.aimed:
         return UNRUN
     tried = "; ".join(
@@ -45,3 +57,8 @@ def _never(arcs: tuple[tuple[int, int], ...], ran: set[int]) -> str:
     if jumps:
         parts.append(f"{', '.join(jumps)} never taken")
     return "; ".join(parts)
+
+
+def _on_needed_grad(file: str, line: int) -> bool:
+    """Whether the statement at `line` of `file` branches on `ctx.needs_input_grad`."""
+    return "needs_input_grad" in linecache.getline(file, line)
