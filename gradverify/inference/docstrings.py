@@ -106,8 +106,8 @@ def surrogate_phrase(texts: Sequence[str]) -> str | None:
 
 def _entries(text: str, parameters: Sequence[str]) -> Iterator[tuple[str, str]]:
     """(parameter, its entry): the line that starts with it and the lines indented below; or,
-    where a line lists several (`fine: [B, C, H, W], coarse: [B, C, H/2, W/2]`), the part of
-    the line from its name to the next parameter's."""
+    where a line lists several (`fine: [B, C, H, W], coarse: [B, C, H/2, W/2]`), each its part
+    of the line, from its name to the next parameter's."""
     lines = text.splitlines()
     names = "|".join(re.escape(name) for name in parameters)
     for at, line in enumerate(lines):
@@ -118,6 +118,10 @@ def _entries(text: str, parameters: Sequence[str]) -> Iterator[tuple[str, str]]:
                     part = line[listed.end() :]
                     after = re.search(rf"[,;]\s*(?:{names})\s*:", part)
                     yield name, f"{name}:{part[: after.start()] if after else part}"
+                continue
+            listed_after = re.search(rf"[,;]\s*(?:{names})\s*:", line)
+            if listed_after is not None:  # `x: [N, D] values; a: [D] positive`: x's part
+                yield name, line[: listed_after.start()]
                 continue
             indent = len(line) - len(line.lstrip())
             entry = [line]

@@ -193,3 +193,6 @@ def test_parameters_listed_on_one_line_each_get_their_own_shape() -> None:
     )
     assert said["fine"].dims == ("B", "C", "H", "W")
     assert said["coarse"].dims == ("B", "C", "H/2", "W/2")
+    # the first's part ends where the next begins: a's words are not x's
+    said = documented(["x: [N, D] values; a: [D] positive per-channel scale."], ["x", "a"])
+    assert said["x"].structure is None and said["a"].structure == "positive"
