@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # torch range is already met and pip never downloads a CUDA build.
 TORCH_CPU := torch==2.13.0
 
-.PHONY: demo test test-device test-lowest lint install install-dev bytecode clean
+.PHONY: demo test test-device test-lowest lint install install-dev bytecode clean score score-baseline score-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,32 @@ $(LOWEST)/.installed: pyproject.toml .ci/lowest.py
 test-lowest: $(LOWEST)/.installed bytecode
 	$(LOWEST)/bin/pytest -q -n 2 --dist worksteal
 
+# The scoreboard (bench/corpus/README.md): every mode of gradverify on a corpus of Functions
+# with a known truth, dev and held-out parts apart, compared with bench/corpus/baseline.json:
+# exit 1 when a catch is lost or a false alarm added. CI runs the zero-config mode
+# (`make score MODES=zero-config`); the whole board is a benchmark (docs/benchmarks.md).
+# Raising the baseline (`make score-baseline`) is a commit of its own that says why.
+MODES ?= zero-config,init,record,explore,specs
+SCORE := $(BIN)/python bench/corpus/score.py --modes $(MODES)
+score: install-dev
+	$(SCORE) --json .score/score.json --check
+
+score-baseline: install-dev
+	$(SCORE) --json .score/score.json --write-baseline
+
+# Real packages with custom Functions, judged by hand (bench/corpus/packages.yaml), in a venv
+# of their own: the same CPU torch, their pinned versions, and gradverify from this checkout.
+PACKAGES_VENV := .venv-packages
+$(PACKAGES_VENV)/.installed: pyproject.toml bench/corpus/packages/requirements.txt
+	$(PYTHON) -m venv $(PACKAGES_VENV)
+	$(PACKAGES_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PACKAGES_VENV)/bin/pip install --quiet $(TORCH_CPU)
+	$(PACKAGES_VENV)/bin/pip install --quiet -c bench/corpus/packages/constraints.txt -e . -r bench/corpus/packages/requirements.txt
+	touch $@
+
+score-packages: $(PACKAGES_VENV)/.installed
+	$(PACKAGES_VENV)/bin/python bench/corpus/score.py --packages --modes $(MODES) --json .score/packages.json --check
+
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -83,4 +109,4 @@ lint: install-dev
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) $(LOWEST) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .gradverify_cache
+	rm -rf $(VENV) $(LOWEST) $(PACKAGES_VENV) .score build *.egg-info .pytest_cache .mypy_cache .ruff_cache .gradverify_cache
