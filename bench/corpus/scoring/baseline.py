@@ -1,5 +1,8 @@
 """The committed baseline and the gate: catches may not drop, false alarms may not rise.
 
+A catch is kept both as the Function caught and as each check that caught it, so that a change
+which silences one check fails the gate even where another check still catches the same bug.
+
 The dev part is kept Function by Function, so that a lost catch is named; the held-out part
 only as totals, so that the baseline reveals no more of it than CI prints.
 """
@@ -18,6 +21,7 @@ def snapshot(part: str, found: list[Outcome], totals: Totals) -> dict:
     """What the baseline keeps of a part in one mode."""
     kept: dict = {
         "caught": totals.caught,
+        "catching_checks": sum(len(o.catching) for o in found),
         "caught_second": totals.caught_second,
         "false_alarm_functions": totals.false_alarm_functions,
         "false_results": totals.false_results,
@@ -26,6 +30,9 @@ def snapshot(part: str, found: list[Outcome], totals: Totals) -> dict:
         kept["caught_targets"] = sorted(o.target for o in found if o.verdict == "caught")
         kept["caught_second_targets"] = sorted(o.target for o in found if o.verdict == "caught2")
         kept["false_alarm_targets"] = sorted(o.target for o in found if o.verdict == "false_alarm")
+        kept["catching_checks_targets"] = sorted(
+            f"{o.target} by {check}" for o in found for check in o.catching
+        )
     return kept
 
 
@@ -48,13 +55,17 @@ def compare(baseline: dict, now: dict) -> tuple[list[str], list[str]]:
 
 
 def _catches(where: str, before: dict, now: dict, worse: list[str], better: list[str]) -> None:
-    for key, label in (("caught", "catches"), ("caught_second", "second-order catches")):
+    for key, label in (
+        ("caught", "catches"),
+        ("caught_second", "second-order catches"),
+        ("catching_checks", "catches by a check"),
+    ):
         lost = sorted(set(before.get(f"{key}_targets", [])) - set(now.get(f"{key}_targets", [])))
         if lost:
             worse.append(f"{where}: {label} lost: {', '.join(lost)}")
-        elif now[key] < before[key]:
+        elif now.get(key, 0) < before.get(key, 0):
             worse.append(f"{where}: {label} dropped from {before[key]} to {now[key]}")
-        if now[key] > before[key]:
+        if now.get(key, 0) > before.get(key, 0):
             better.append(f"{where}: {label} rose from {before[key]} to {now[key]}")
 
 

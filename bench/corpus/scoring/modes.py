@@ -179,9 +179,10 @@ def record(
     spec_dir = workdir / "specs"
     modules = sorted({function.module for function in functions})
     command = usage or (lambda module: [tool.python, str(CORPUS / "use.py"), module])
-    for module in modules:
+    commands = list(dict.fromkeys(tuple(command(module)) for module in modules))
+    for usage_command in commands:
         subprocess.run(
-            [*tool.gradverify, "record", "--specs", str(spec_dir), "--", *command(module)],
+            [*tool.gradverify, "record", "--specs", str(spec_dir), "--", *usage_command],
             cwd=workdir,
             env=tool.env(),
             capture_output=True,

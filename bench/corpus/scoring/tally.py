@@ -31,6 +31,7 @@ class Outcome:
     reason: str = ""  # why it is unchecked, or where a misplaced failure was
     kind: str = ""  # the bug's kind or the surrogate's, for failure classes
     order: int = 0  # the bug's order: 1 the first derivative is wrong, 2 only the second
+    catching: tuple[str, ...] = ()  # the checks that caught the bug on its argument, sorted
 
 
 def _result_key(target: str) -> str:
@@ -81,12 +82,14 @@ def outcome(function: Function, results: list[dict], reason: str) -> Outcome:
     bug = entry.bug
     if bug.order == 2:
         second = [r for r in failures if r.get("check") == SECOND_ORDER]
-        if any(r.get("input_index") in (bug.argument, None) for r in second):
-            return Outcome(verdict="caught2", **counts, **base)
+        catching = [r for r in second if r.get("input_index") in (bug.argument, None)]
     else:
         first = [r for r in failures if r.get("check") != SECOND_ORDER]
-        if any(r.get("input_index") == bug.argument for r in first):
-            return Outcome(verdict="caught", **counts, **base)
+        catching = [r for r in first if r.get("input_index") == bug.argument]
+    if catching:
+        checks = tuple(sorted({str(r.get("check")) for r in catching}))
+        verdict = "caught2" if bug.order == 2 else "caught"
+        return Outcome(verdict=verdict, catching=checks, **counts, **base)
     where = sorted({f"{r.get('check')}@{r.get('input_index')}" for r in failures})
     return Outcome(verdict="elsewhere", reason=", ".join(where), **counts, **base)
 
