@@ -99,8 +99,10 @@ $(PACKAGES_VENV)/.installed: pyproject.toml bench/corpus/packages/requirements.t
 	$(PACKAGES_VENV)/bin/pip install --quiet -c bench/corpus/packages/constraints.txt -e . -r bench/corpus/packages/requirements.txt
 	touch $@
 
+# The inferred modes only: a package comes with no spec of ours.
+PACKAGE_MODES ?= zero-config,init,record,explore
 score-packages: $(PACKAGES_VENV)/.installed
-	$(PACKAGES_VENV)/bin/python bench/corpus/score.py --packages --modes $(MODES) --json .score/packages.json --check
+	$(PACKAGES_VENV)/bin/python bench/corpus/score.py --packages --modes $(PACKAGE_MODES) --json .score/packages.json --check
 
 lint: install-dev
 	$(BIN)/ruff check .

@@ -61,6 +61,22 @@ class Tool:
         env.pop("FORCE_COLOR", None)
         return env
 
+    def run(self, command: Sequence[str], workdir: Path) -> subprocess.CompletedProcess[str]:
+        """`command` in `workdir` with the corpus importable; past the timeout, exit 124."""
+        try:
+            return subprocess.run(
+                list(command),
+                cwd=workdir,
+                env=self.env(),
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as expired:
+            said = f"timed out after {self.timeout:.0f} s: {' '.join(command)}"
+            return subprocess.CompletedProcess(command, 124, str(expired.stdout or ""), said)
+
 
 def _check(tool: Tool, paths: Sequence[str], workdir: Path, *extra: str) -> tuple[dict, int, int]:
     """`gradverify check PATHS`: the JSON report, the text report's lines, the exit code."""
@@ -78,15 +94,7 @@ def _check(tool: Tool, paths: Sequence[str], workdir: Path, *extra: str) -> tupl
         str(tool.jobs),
         *extra,
     ]
-    completed = subprocess.run(
-        command,
-        cwd=workdir,
-        env=tool.env(),
-        capture_output=True,
-        text=True,
-        timeout=tool.timeout,
-        check=False,
-    )
+    completed = tool.run(command, workdir)
     if not report.is_file():
         message = (completed.stderr or completed.stdout).strip().splitlines()[-5:]
         document = {"results": [], "coverage": None, "error": "\n".join(message)}
@@ -141,15 +149,7 @@ def init(tool: Tool, part: str, functions: list[Function], workdir: Path) -> Run
         index, function = index_function
         target = _init_target(function)
         out = spec_dir / f"{index:03d}.yaml"
-        completed = subprocess.run(
-            [*tool.gradverify, "init", target, "-o", str(out), "--force"],
-            cwd=workdir,
-            env=tool.env(),
-            capture_output=True,
-            text=True,
-            timeout=tool.timeout,
-            check=False,
-        )
+        completed = tool.run([*tool.gradverify, "init", target, "-o", str(out), "--force"], workdir)
         if out.is_file():
             return function, None
         said = (completed.stderr or completed.stdout).strip().splitlines()
@@ -181,14 +181,8 @@ def record(
     command = usage or (lambda module: [tool.python, str(CORPUS / "use.py"), module])
     commands = list(dict.fromkeys(tuple(command(module)) for module in modules))
     for usage_command in commands:
-        subprocess.run(
-            [*tool.gradverify, "record", "--specs", str(spec_dir), "--", *usage_command],
-            cwd=workdir,
-            env=tool.env(),
-            capture_output=True,
-            text=True,
-            timeout=tool.timeout,
-            check=False,
+        tool.run(
+            [*tool.gradverify, "record", "--specs", str(spec_dir), "--", *usage_command], workdir
         )
     if not spec_dir.is_dir() or not any(spec_dir.glob("*.y*ml")):
         not_reached = {function.key: "record wrote no spec" for function in functions}

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
@@ -32,6 +33,7 @@ class Outcome:
     kind: str = ""  # the bug's kind or the surrogate's, for failure classes
     order: int = 0  # the bug's order: 1 the first derivative is wrong, 2 only the second
     catching: tuple[str, ...] = ()  # the checks that caught the bug on its argument, sorted
+    domain: str = ""
 
 
 def _result_key(target: str) -> str:
@@ -63,7 +65,13 @@ def outcome(function: Function, results: list[dict], reason: str) -> Outcome:
     ran = [r for r in results if not r.get("usage")]
     kind = entry.bug.kind if entry.bug else (entry.surrogate.kind if entry.surrogate else "")
     order = entry.bug.order if entry.bug else 0
-    base = {"target": function.target, "truth": entry.truth, "kind": kind, "order": order}
+    base = {
+        "target": function.target,
+        "truth": entry.truth,
+        "kind": kind,
+        "order": order,
+        "domain": entry.domain,
+    }
     if not ran or all(r.get("status") == "skip" for r in ran):
         said = reason or next((r.get("message", "") for r in results), "") or "no result"
         return Outcome(verdict="unchecked", reason=said.splitlines()[0][:200], **base)
@@ -134,9 +142,13 @@ class Totals:
 
 
 def _reason_class(reason: str) -> str:
-    """A reason without its numbers and names, so that alike reasons count together."""
-    words = reason.split(":")[0].strip()
-    return words[:80] or "no reason given"
+    """A reason without the names and numbers of one Function, so that alike reasons count
+    together: `forward rejected every shape tried (RuntimeError: scatter(): Expected dtype
+    int32/int64 for index)` whatever the arguments were."""
+    said = re.sub(r"^cannot infer inputs for \S+: ", "", reason.strip())
+    said = re.sub(r" for [\w, ]+(?= \()", "", said)
+    said = re.sub(r"\d+(\.\d+)?", "N", said)
+    return said[:100] or "no reason given"
 
 
 def totals(run: Run, found: list[Outcome]) -> Totals:
@@ -166,15 +178,16 @@ def totals(run: Run, found: list[Outcome]) -> Totals:
 
 
 def failure_classes(found: list[Outcome]) -> Counter[str]:
-    """False alarms by the truth they hit and the check that failed; misses by the bug's kind."""
+    """Functions by what went wrong with them: a false alarm by the surrogate's kind or the
+    correct Function's domain, a miss by the bug's kind, an unchecked Function by its reason."""
     classes: Counter[str] = Counter()
     for o in found:
-        if o.verdict == "false_alarm":
-            what = f"{o.truth} ({o.kind})" if o.kind else o.truth
-            for check in o.checks:
-                classes[f"false alarm: {what} failed {check}"] += 1
+        if o.verdict == "false_alarm" and o.truth == "surrogate":
+            classes[f"false alarm on a surrogate ({o.kind})"] += 1
+        elif o.verdict == "false_alarm":
+            classes[f"false alarm on a correct Function ({o.domain})"] += 1
         elif o.verdict in ("missed", "elsewhere"):
-            classes[f"{o.verdict}: {o.kind or 'bug'}"] += 1
+            classes[f"{o.verdict}: a {o.kind or 'bug'} bug"] += 1
         elif o.verdict == "unchecked":
             classes[f"unchecked: {_reason_class(o.reason)}"] += 1
     return classes
