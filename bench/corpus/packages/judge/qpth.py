@@ -1,35 +1,10 @@
 """Judge the custom autograd Functions of qpth 0.0.18 with plain gradcheck."""
 
-import os
-import sys
+from _judging import D, judge  # first: it takes this folder off the import path
 
-# This folder holds a script named like the package: keep it off the import path.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import torch  # noqa: E402
-from torch.autograd import gradcheck, gradgradcheck  # noqa: E402
-
-# Small tensors: one thread, which does not spin against other work on a busy machine.
-torch.set_num_threads(1)
-torch.manual_seed(0)
-D = torch.float64
-
-
-def judge(name, fn, inputs, second=True, **kw):
-    """Print plain gradcheck (and gradgradcheck) verdicts for fn on inputs, float64."""
-    checks = [("gradcheck", gradcheck)] + ([("gradgradcheck", gradgradcheck)] if second else [])
-    for label, check in checks:
-        try:
-            check(fn, inputs, **kw)
-            msg = "pass"
-        except Exception as e:  # the verdict is the output
-            first = (str(e).strip().splitlines() or [""])[0]
-            msg = f"FAIL ({type(e).__name__}: {first[:160]})"
-        print(f"{name}: {label} {msg}", flush=True)
-
-
-from qpth.qp import QPFunction  # noqa: E402
+# isort: split
+import torch
+from qpth.qp import QPFunction
 
 # OptNet's use: Q = L L^T + eps I (symmetric positive definite), inequality constraints Gz <= h
 # with a strictly feasible interior, no equality constraints (an empty tensor).

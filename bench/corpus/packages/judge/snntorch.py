@@ -5,41 +5,16 @@ by design (numerical derivative 0 off the step). What matters is whether the bac
 returns the documented surrogate, which the surrogate lines check against the docstring formula.
 """
 
-import os
-import sys
+from _judging import D, judge  # first: it takes this folder off the import path
 
-# This folder holds a script named like the package: keep it off the import path.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+# isort: split
+import math
 
-import torch  # noqa: E402
-from torch.autograd import gradcheck, gradgradcheck  # noqa: E402
-
-# Small tensors: one thread, which does not spin against other work on a busy machine.
-torch.set_num_threads(1)
-torch.manual_seed(0)
-D = torch.float64
-
-
-def judge(name, fn, inputs, second=True, **kw):
-    """Print plain gradcheck (and gradgradcheck) verdicts for fn on inputs, float64."""
-    checks = [("gradcheck", gradcheck)] + ([("gradgradcheck", gradgradcheck)] if second else [])
-    for label, check in checks:
-        try:
-            check(fn, inputs, **kw)
-            msg = "pass"
-        except Exception as e:  # the verdict is the output
-            first = (str(e).strip().splitlines() or [""])[0]
-            msg = f"FAIL ({type(e).__name__}: {first[:160]})"
-        print(f"{name}: {label} {msg}", flush=True)
-
-
-import math  # noqa: E402
-
-from snntorch import surrogate  # noqa: E402
-from snntorch._neurons import leakykernel, leakyparallel, leakyunroll  # noqa: E402
-from snntorch.functional import quant  # noqa: E402
-from snntorch.functional.loss import SpikeTime  # noqa: E402
+import torch
+from snntorch import surrogate
+from snntorch._neurons import leakykernel, leakyparallel, leakyunroll
+from snntorch.functional import quant
+from snntorch.functional.loss import SpikeTime
 
 # Membrane potentials minus threshold, kept away from the step at 0.
 u = torch.tensor([-1.3, -0.4, -0.05, 0.2, 0.7, 1.6], dtype=D, requires_grad=True)
