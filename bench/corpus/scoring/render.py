@@ -59,7 +59,3 @@ def details(mode: str, found: list[Outcome], limit: int = 12) -> list[str]:
 def worst_classes(found: list[Outcome], count: int = 3) -> list[str]:
     classes: Counter[str] = failure_classes(found)
     return [f"    {n:>3}  {name}" for name, n in classes.most_common(count)]
-
-
-def unchecked_reasons(totals: Totals) -> list[str]:
-    return [f"    {n:>3}  {reason}" for reason, n in sorted(totals.unchecked_reasons.items())]

@@ -37,18 +37,18 @@ class Outcome:
 
 
 def _result_key(target: str) -> str:
-    """A result's target as the manifest keys it: `ns::op` for a custom op, else module:Attr."""
-    if "::" in target:
-        return target[target.index(":") + 1 :] if target.count(":") > 2 else target
-    return target
+    """A result's target as the manifest keys it: `ns::op` for a custom op however it is spelt
+    (`ns::op`, `op:ns::op`, `module:ns::op`), else module:Attr."""
+    if "::" not in target:
+        return target
+    namespace, _, name = target.rpartition("::")
+    return f"{namespace.rsplit(':', 1)[-1]}::{name}"
 
 
 def _index(results: list[dict]) -> dict[str, list[dict]]:
     by_key: dict[str, list[dict]] = {}
     for result in results:
-        target = str(result.get("target", ""))
-        key = target.split(":", 1)[1] if target.startswith("op:") else _result_key(target)
-        by_key.setdefault(key, []).append(result)
+        by_key.setdefault(_result_key(str(result.get("target", ""))), []).append(result)
     return by_key
 
 
