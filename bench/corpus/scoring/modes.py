@@ -119,14 +119,14 @@ def _run(mode: str, part: str, started: float, document: dict, lines: int, code:
 def zero_config(tool: Tool, part: str, functions: list[Function], workdir: Path) -> Run:
     """`gradverify check PART`: the part as a package, every input inferred."""
     started = time.monotonic()
-    document, lines, code = _check(tool, _packages(part, functions), workdir, "--explore", "0")
+    document, lines, code = _check(tool, _check_paths(part, functions), workdir, "--explore", "0")
     return _run("zero-config", part, started, document, lines, code)
 
 
 def explore(tool: Tool, part: str, functions: list[Function], workdir: Path) -> Run:
     """Zero-config with a fixed number of explore draws per case (a count, not a budget)."""
     started = time.monotonic()
-    paths = _packages(part, functions)
+    paths = _check_paths(part, functions)
     document, lines, code = _check(tool, paths, workdir, "--explore", str(EXPLORE_DRAWS))
     return _run("explore", part, started, document, lines, code)
 
@@ -147,9 +147,10 @@ def init(tool: Tool, part: str, functions: list[Function], workdir: Path) -> Run
 
     def one(index_function: tuple[int, Function]) -> tuple[Function, str | None]:
         index, function = index_function
-        target = _init_target(function)
         out = spec_dir / f"{index:03d}.yaml"
-        completed = tool.run([*tool.gradverify, "init", target, "-o", str(out), "--force"], workdir)
+        completed = tool.run(
+            [*tool.gradverify, "init", function.target, "-o", str(out), "--force"], workdir
+        )
         if out.is_file():
             return function, None
         said = (completed.stderr or completed.stdout).strip().splitlines()
@@ -191,16 +192,12 @@ def record(
     return _run("record", part, started, document, lines, code)
 
 
-def _packages(part: str, functions: list[Function]) -> list[str]:
+def _check_paths(part: str, functions: list[Function]) -> list[str]:
     """What to name on the command line: the corpus part as a package, or real packages'
     targets one by one (a real package holds much the corpus does not judge)."""
     if all(function.module.split(".")[0] == part for function in functions):
         return [part]
-    return [_init_target(function) for function in functions]
-
-
-def _init_target(function: Function) -> str:
-    return f"{function.module}:{function.entry.name}"
+    return [function.target for function in functions]
 
 
 RUNNERS: dict[str, Callable[..., Run]] = {
