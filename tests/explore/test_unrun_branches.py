@@ -93,7 +93,9 @@ def test_the_correct_twins_pass_and_the_branch_counts_as_run(tmp_path: Path, nam
 
 def test_a_branch_out_of_the_declared_domain_gets_the_note(tmp_path: Path):
     spec = spec_file(tmp_path, "CubeWrongWhenAnyBelowMinusThree", NARROW_CASE)
-    code, report = check(spec)  # x in [-2, 2]: never below -3
+    # A count of draws, not the default time budget, so that the text run below, a second
+    # run, draws as many as this one whatever the machine's load.
+    code, report = check(spec, "--explore", "10")  # x in [-2, 2]: never below -3
     assert code == ExitCode.OK
     tried = explored(report)
     assert tried["aimed"] >= 1 and not tried["reached"]
@@ -101,7 +103,7 @@ def test_a_branch_out_of_the_declared_domain_gets_the_note(tmp_path: Path):
     [line] = {arc[1] for arc in coverage["never"]}
     assert coverage["explored"] == [{"line": line, "draws": tried["aimed"], "reached": False}]
     assert tried["aimed_line"] == line
-    text = CliRunner().invoke(app, ["check", "--no-cache", "-v", spec]).output
+    text = CliRunner().invoke(app, ["check", "--no-cache", "-v", "--explore", "10", spec]).output
     assert f"aimed at line {line}, never reached" in text  # the case's -v line
     assert f"explore tried {tried['aimed']} draws aimed at line {line}; never reached" in text
 
