@@ -30,7 +30,11 @@ def _offer(path: str) -> str | None:
 
     file = Path(path).resolve()
     directory = str(Path(path).parent)
-    found = [d for d in definitions_in_directory(directory) if d.file.resolve() == file]
+    found = [
+        d
+        for d in definitions_in_directory(directory)
+        if d.file.resolve() == file and d.unimportable is None  # built in a function: no init
+    ]
     if not found:
         return None
     targets = [canonical(definition.target) for definition in found]  # a module where it imports

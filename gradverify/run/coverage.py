@@ -36,7 +36,7 @@ def package_work(
     """Entries for every target in `defined`, in the order found; a spec entry already `given`
     on the command line (a spec file named beside the package) is not run twice."""
     already = {_key(entry) for entry in given}
-    bare = [item.target for item in defined if not item.entries]
+    bare = [item.target for item in defined if not item.entries and _importable(item)]
     inferred_by_target = dict(zip(bare, infer_each(bare, options), strict=True))
     entries: list[SpecEntry] = []
     notes: list[str] = []
@@ -51,6 +51,10 @@ def package_work(
                 if _key(entry) not in already:
                     already.add(_key(entry))
                     entries.append(entry)
+            continue
+        unimportable = item.definition.unimportable
+        if unimportable is not None:  # built inside a function: listed, never silently absent
+            without.append(Uncovered(item.target, unimportable))
             continue
         outcome = inferred_by_target[item.target]
         if isinstance(outcome, Result):
@@ -73,6 +77,10 @@ def package_work(
     ops = sum(1 for item in defined if item.definition.kind == "custom op")
     coverage = Coverage(tuple(with_specs), tuple(inferred), tuple(without), ops, require_specs)
     return PackageWork(entries, notes, coverage, failed)
+
+
+def _importable(item: DefinedTarget) -> bool:
+    return item.definition.unimportable is None
 
 
 def _key(entry: SpecEntry) -> tuple[str | None, int | None, str | None]:

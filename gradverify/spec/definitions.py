@@ -12,8 +12,11 @@ every custom op defined in that code and its submodules, not merely imported the
   or declared by `torch.library.define("ns::name", ...)` or a `Library("ns", ...)`'s
   `define("name(...) -> ...")`.
 
-A Function made at run time (inside a function, by `type(...)`) is not found: name it as a
-`module:Attr` target, or write a spec for it.
+A class nested in a class body is found too, named by its qualified name
+(`mypkg.ops:Outer.Inner`). A Function class written inside a function body is found but
+cannot be imported (each call builds another class): it is listed as needing a spec whose
+target is an attribute that holds one the function built. One made by `type(...)` is not
+found: name it as a `module:Attr` target, or write a spec for it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,20 @@ class Definition:
     kind: str  # "Function" or "custom op"
     file: Path
     line: int
+    # The function whose body defines it (`make_fn`, `Outer.make`): not importable.
+    built_in: str | None = None
+
+    @property
+    def unimportable(self) -> str | None:
+        """Why gradverify cannot load it by its target, in a line; None when it can."""
+        if self.built_in is None:
+            return None
+        module = self.target.rpartition(":")[0]
+        return (
+            f"needs a spec: defined inside {self.built_in}(), so it cannot be imported; name "
+            f"an attribute that holds a class {self.built_in}() built (`Fn = "
+            f"{self.built_in}()`, then `target: {module}:Fn`)"
+        )
 
 
 @dataclass(frozen=True)
@@ -131,8 +148,10 @@ def _module_of_file(file: Path) -> str:
 class _Class:
     source: _Source
     node: ast.ClassDef
+    qualname: str  # `Name`, `Outer.Inner`, `make_fn.<locals>.Built`
     bases: list[str]  # dotted, as resolved in its module
     has_forward: bool
+    built_in: str | None  # the function whose body defines it
 
 
 def _definitions(sources: list[_Source]) -> list[Definition]:
@@ -143,20 +162,66 @@ def _definitions(sources: list[_Source]) -> list[Definition]:
         if tree is None:
             continue
         names = _imported_names(tree, source)
-        for statement in top_level(tree.body):
-            if isinstance(statement, ast.ClassDef):
-                bases = [_dotted(base, names, source.module) for base in statement.bases]
-                classes[f"{source.module}.{statement.name}"] = _Class(
-                    source, statement, [b for b in bases if b], _defines_forward(statement)
-                )
+        for found_class in _classes_in(top_level(tree.body), source, names, "", None):
+            classes[f"{source.module}.{found_class.qualname}"] = found_class
         ops.extend(_ops(tree, source))
     functions = _function_classes(classes)
-    found = [
-        Definition(f"{c.source.spelling}:{c.node.name}", "Function", c.source.file, c.node.lineno)
-        for key, c in classes.items()
-        if functions.get(key)
-    ]
+    found = [_definition(c) for key, c in classes.items() if functions.get(key)]
     return sorted([*found, *ops], key=lambda d: (d.file.as_posix(), d.line))
+
+
+def _definition(found: _Class) -> Definition:
+    target = f"{found.source.spelling}:{found.qualname}"
+    return Definition(target, "Function", found.source.file, found.node.lineno, found.built_in)
+
+
+def _classes_in(
+    body: list[ast.stmt], source: _Source, names: dict[str, str], prefix: str, built_in: str | None
+) -> Iterator[_Class]:
+    """The classes of a body and of the class and function bodies in it, by qualified name
+    (`prefix` is the enclosing one's, with its dot); a base named by a class of the same body
+    is that class (a class body's names are in scope for the classes written in it)."""
+    local = {s.name for s in body if isinstance(s, ast.ClassDef)}
+    for statement in body:
+        if isinstance(statement, ast.ClassDef):
+            qualname = prefix + statement.name
+            bases = [_base(base, names, source.module, prefix, local) for base in statement.bases]
+            yield _Class(
+                source, statement, qualname, [b for b in bases if b],
+                _defines_forward(statement), built_in,
+            )  # fmt: skip
+            yield from _classes_in(_flat(statement.body), source, names, f"{qualname}.", built_in)
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = prefix + statement.name
+            inner = {**names, **_imported_names_in(statement.body, source)}
+            yield from _classes_in(
+                _flat(statement.body), source, inner, f"{function}.<locals>.", built_in or function
+            )
+
+
+def _flat(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A body's statements with those of its `if`, `try`, `with`, `for` and `while` blocks."""
+    statements: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, ast.If | ast.For | ast.AsyncFor | ast.While):
+            statements += _flat(statement.body) + _flat(statement.orelse)
+        elif isinstance(statement, ast.With | ast.AsyncWith):
+            statements += _flat(statement.body)
+        elif isinstance(statement, ast.Try):
+            statements += _flat(statement.body) + _flat(statement.orelse)
+            for handler in statement.handlers:
+                statements += _flat(handler.body)
+        else:
+            statements.append(statement)
+    return statements
+
+
+def _base(
+    node: ast.expr, names: dict[str, str], module: str, prefix: str, local: set[str]
+) -> str | None:
+    if isinstance(node, ast.Name) and node.id in local:
+        return f"{module}.{prefix}{node.id}"
+    return _dotted(node, names, module)
 
 
 def _function_classes(classes: dict[str, _Class]) -> dict[str, bool]:
@@ -187,11 +252,16 @@ def _defines_forward(node: ast.ClassDef) -> bool:
 
 def _imported_names(tree: ast.Module, source: _Source) -> dict[str, str]:
     """What each name imported at the top of the module stands for, dotted."""
+    return _imported_names_in(tree.body, source)
+
+
+def _imported_names_in(body: list[ast.stmt], source: _Source) -> dict[str, str]:
+    """What each name imported in a body (a module's, or a function's) stands for, dotted."""
     package = (
         source.module if source.file.name == "__init__.py" else source.module.rpartition(".")[0]
     )
     names: dict[str, str] = {}
-    for statement in top_level(tree.body):
+    for statement in top_level(body):
         if isinstance(statement, ast.Import):
             for alias in statement.names:
                 if alias.asname:
