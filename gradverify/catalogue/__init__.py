@@ -22,6 +22,10 @@ class CheckEntry:
     implementation: str  # "module:Class", imported lazily by gradverify.checks.get_check
     description: str  # one line, for `gradverify checks` and the explain index
     about_backward: bool = False  # its findings point at the user's backward
+    # It compares backward's gradient with forward's derivative: the engine's judges
+    # re-decide its failures, and later checks ask whether it passed before they trust
+    # backward's values.
+    first_order: bool = False
     # Modules the check imports when it first runs, heavy enough to import once in the fork
     # server (before a run's workers fork) when a run is about to run the check.
     imports: tuple[str, ...] = ()
@@ -74,12 +78,14 @@ CATALOGUE: tuple[CheckEntry, ...] = (
             "backward's Jacobian matches central finite differences, per argument, in float64"
         ),
         about_backward=True,
+        first_order=True,
     ),
     CheckEntry(
         id="gradcheck",
         implementation="gradverify.checks.gradcheck:GradcheckCheck",
         description=("torch.autograd.gradcheck passes (float64, the spec's tolerances)"),
         about_backward=True,
+        first_order=True,
     ),
     CheckEntry(
         id="gradgradcheck",
@@ -150,6 +156,8 @@ CATALOGUE: tuple[CheckEntry, ...] = (
 ENTRIES: dict[str, CheckEntry] = {entry.id: entry for entry in CATALOGUE}
 # Checks whose findings are about backward: a finding points at the user's backward too.
 BACKWARD_CHECKS = frozenset(entry.id for entry in CATALOGUE if entry.about_backward)
+# The first-order checks, in the order they run: ("finite_difference", "gradcheck").
+FIRST_ORDER_CHECKS = tuple(entry.id for entry in CATALOGUE if entry.first_order)
 # The one-line descriptions by id (`gradverify checks`, `gradverify explain`).
 SUMMARIES: dict[str, str] = {entry.id: entry.description for entry in CATALOGUE}
 

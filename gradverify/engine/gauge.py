@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from gradverify.catalogue import FIRST_ORDER_CHECKS
 from gradverify.engine.structured import structures_of
 from gradverify.inputs import fresh_copies
 from gradverify.numerics import gauge, structures
@@ -30,7 +31,8 @@ from gradverify.results import Result, Status
 from gradverify.spec.models import Case, FunctionSpec
 from gradverify.target.loaded import Target
 
-CHECKS = frozenset({"finite_difference", "gradcheck", "func"})
+# func's transforms compare backward with central differences too, on the same basis B
+CHECKS = frozenset({*FIRST_ORDER_CHECKS, "func"})
 INTENDED = (
     "As torch.linalg.eigh and svd, backward assumes the loss does not depend on the choice of "
     "basis within the subspace; if that is intended, say so with `gradient: surrogate` in a "

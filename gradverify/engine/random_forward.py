@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import torch
 
+from gradverify.catalogue import FIRST_ORDER_CHECKS
 from gradverify.checks.shared.case import CaseContext
 from gradverify.numerics.expectation import (
     DRAWS,
@@ -33,7 +34,6 @@ from gradverify.numerics.expectation import (
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 
-FIRST_ORDER = frozenset({"finite_difference", "gradcheck"})
 BUDGET_SECONDS = 30.0  # per argument; a slower forward leaves the failure as it is
 
 
@@ -52,7 +52,11 @@ class RandomForward:
 
     def _judged(self, result: Result) -> Result:
         index = result.input_index
-        if result.status is not Status.FAIL or result.check not in FIRST_ORDER or index is None:
+        if (
+            result.status is not Status.FAIL
+            or result.check not in FIRST_ORDER_CHECKS
+            or index is None
+        ):
             return result
         if result.explored is not None and result.explored.found:
             return result  # a further draw's inputs, not the case's

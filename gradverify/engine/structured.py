@@ -16,13 +16,13 @@ from typing import Any
 
 import torch
 
+from gradverify.catalogue import FIRST_ORDER_CHECKS
 from gradverify.inputs import fresh_copies
 from gradverify.numerics import seeded, structures
 from gradverify.results import Result, Status
 from gradverify.spec.models import Case, FunctionSpec, TensorInput
 from gradverify.target.loaded import Target
 
-FIRST_ORDER = frozenset({"finite_difference", "gradcheck"})
 MOST_DIRECTIONS = 128  # larger matrices: the failure stays as it is
 
 
@@ -43,7 +43,7 @@ class StructuredInputs:
 
     def _judged(self, result: Result) -> Result:
         index = result.input_index
-        if result.status is not Status.FAIL or result.check not in FIRST_ORDER:
+        if result.status is not Status.FAIL or result.check not in FIRST_ORDER_CHECKS:
             return result
         if index is None or index not in self.structures:
             return result

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from gradverify.catalogue import FIRST_ORDER_CHECKS
 from gradverify.checks.gradgradcheck.non_finite import non_finite_hinted
 from gradverify.checks.shared.case import CaseContext, crash_result
 from gradverify.checks.shared.jacobian_verdicts import Assessment, Blocks, noise_hint
@@ -44,8 +45,6 @@ from gradverify.numerics.noise import rounding_hint
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
 from gradverify.usercode import UserCodeError, call_forward
-
-FIRST_ORDER_CHECKS = ("finite_difference", "gradcheck")
 
 ONCE_DIFFERENTIABLE = (
     "backward is marked @once_differentiable: double backward raises by design, so there is "

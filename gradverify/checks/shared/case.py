@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
+from gradverify.catalogue import FIRST_ORDER_CHECKS
 from gradverify.inputs import promoted_arguments
 from gradverify.numerics import seeded
 from gradverify.results import Result, Status
@@ -69,9 +70,7 @@ class CaseContext:
             **fields,
         )
 
-    def first_order_passed(
-        self, checks: Sequence[str] = ("finite_difference", "gradcheck")
-    ) -> bool:
+    def first_order_passed(self, checks: Sequence[str] = FIRST_ORDER_CHECKS) -> bool:
         """Whether a first-order check of `checks` passed on this case and none failed: then
         backward's values are the derivative's on these inputs, and no hint may say otherwise."""
         earlier = [r for r in self.earlier if r.check in checks]
