@@ -219,3 +219,41 @@ def test_a_lint_finding_about_the_code_is_reported_once_per_function(tmp_path, i
     assert (warning["case"], warning["rule"]) == ("a", "GV101")
     assert "of shape [4]" in warning["message"]
     assert "the same in 1 more case(s) of this Function (b)" in " ".join(warning["notes"])
+
+
+# torch.func's transforms run backward: where they give backward's gradient, a first-order
+# check's failure on that argument is the finding (issue 28: func counted it again).
+
+INHERITED = (
+    "torch.func grad, vjp give backward's gradient of argument 0 (x), which disagrees with "
+    "finite differences at element [1]: torch.func 1, finite differences 2"
+)
+
+
+def test_func_giving_backwards_wrong_gradient_folds_under_gradcheck_without_finite_difference():
+    gradcheck = failure("gradcheck", input_index=0, element=(3,), analytical=1.0, numerical=2.0)
+    func = failure("func", INHERITED, input_index=0, element=(1,), analytical=1.0, numerical=2.0)
+    (folded,) = fold([gradcheck], [func])
+    assert (folded.status, folded.same_as) == (Status.FAIL, "gradcheck")
+
+
+def test_func_folds_under_finite_difference_before_gradcheck_and_only_on_its_argument():
+    fd = failure("finite_difference", input_index=0, element=(2,), analytical=3.0, numerical=1.0)
+    gradcheck = replace(fd, check="gradcheck", same_as="finite_difference")
+    func = failure("func", INHERITED, input_index=0, element=(1,), analytical=1.0, numerical=2.0)
+    assert fold([fd, gradcheck], [func])[0].same_as == "finite_difference"
+    elsewhere = replace(func, input_index=1)
+    assert fold([fd, gradcheck], [elsewhere])[0].same_as is None
+
+
+def test_funcs_own_disagreement_with_backward_is_its_own_finding():
+    fd = failure("finite_difference", input_index=0, element=(2,), analytical=3.0, numerical=1.0)
+    own = failure(
+        "func",
+        "torch.func.grad gives a wrong gradient of argument 0 (x) at element [1]: grad 5, "
+        "finite differences 1, backward 3",
+        input_index=0,
+        analytical=5.0,
+        numerical=1.0,
+    )
+    assert fold([fd], [own])[0].same_as is None

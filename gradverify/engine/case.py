@@ -18,15 +18,13 @@ from gradverify.engine.branch_coverage import (
     with_branches,
     with_taken,
 )
+from gradverify.engine.case_judges import CaseJudges
 from gradverify.engine.explore import CHECK as EXPLORED_CHECK
 from gradverify.engine.explore import budget
 from gradverify.engine.folding import fold
-from gradverify.engine.gauge import GaugeBases
+from gradverify.engine.judging import JudgedCase
 from gradverify.engine.off_kinks import settle_inputs
-from gradverify.engine.ordered import order_notes
-from gradverify.engine.random_forward import RandomForward
 from gradverify.engine.repeatable import cuda_devices, repeatable
-from gradverify.engine.structured import StructuredInputs
 from gradverify.inference.zeroconfig import CASE as INFERRED_CASE_NAME
 from gradverify.inputs import KINK_MARGIN_EPS, DeviceUnavailable, build_inputs, case_seed
 from gradverify.memory import is_allocation_failure, out_of_memory, refusal
@@ -99,9 +97,7 @@ def run_case(
             message = f"preparing the inputs ran out of memory: {out_of_memory(error)}"
             return _told(observer, _case_fails(context, checks, message)), ()
         context = replace(context, arguments=arguments)
-        structured = StructuredInputs(job.target, case, spec, arguments)
-        random_forward = RandomForward(context)
-        bases = GaugeBases(job.target, case, spec, arguments, this_seed)
+        judges = CaseJudges(JudgedCase(context, case))
         results: list[Result] = []
         measured = measured_checks(checks)
         seen: Branches | None = None  # backward's branches this case's checks ran so far
@@ -128,8 +124,7 @@ def run_case(
             share = (time.perf_counter() - started) / max(len(produced), 1)
             timed = [_located(replace(result, seconds=share), job.target) for result in produced]
             # judged first, so that a warning gradcheck repeats is folded under the first
-            timed = bases.judge(structured.judge(random_forward.judge(timed)))
-            timed = fold(results, order_notes(job.target, case, timed))  # lo < hi broken?
+            timed = fold(results, judges.judge(timed))
             results.extend(timed)
             if observer is not None:
                 observer.check_finished(timed)

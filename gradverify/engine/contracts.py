@@ -17,28 +17,35 @@ from gradverify.spec.load import SpecEntry
 from gradverify.spec.models import TensorInput
 
 
-def contract_warnings(entries: Sequence[SpecEntry], results: Sequence[Result]) -> list[Result]:
-    """`results`, with the failures of each inferred plain twin whose structured case has
-    none turned into warnings."""
-    twins: dict[tuple[str, str], tuple[str, list[tuple[str, str]]]] = {}
-    for entry in entries:
-        if entry.file is None:  # zero-config: read from no file
-            target = entry.spec.target or ""
-            for case, (structured, named) in _twins(entry).items():
-                twins[(target, case)] = (structured, named)
-    if not twins:
-        return list(results)
-    # per check and argument: the twin's wrong rhs gradient is the contract even where the
-    # structured case fails another check (a second-order defect of its own)
-    failing = {_key(r, r.case) for r in results if r.status is Status.FAIL}
-    judged = []
-    for result in results:
-        twin = twins.get((result.target, result.case))
-        if twin is None or result.status is not Status.FAIL or _key(result, twin[0]) in failing:
-            judged.append(result)
-            continue
-        judged.append(_contract(result, *twin))
-    return judged
+class ContractWarnings:
+    """Judges a run's results: an inferred plain twin's failure where its structured case
+    has none becomes a warning."""
+
+    def __init__(self, entries: Sequence[SpecEntry]) -> None:
+        self.entries = entries
+
+    def judge(self, results: Sequence[Result]) -> list[Result]:
+        """`results`, with the failures of each inferred plain twin whose structured case
+        has none turned into warnings."""
+        twins: dict[tuple[str, str], tuple[str, list[tuple[str, str]]]] = {}
+        for entry in self.entries:
+            if entry.file is None:  # zero-config: read from no file
+                target = entry.spec.target or ""
+                for case, (structured, named) in _twins(entry).items():
+                    twins[(target, case)] = (structured, named)
+        if not twins:
+            return list(results)
+        # per check and argument: the twin's wrong rhs gradient is the contract even where
+        # the structured case fails another check (a second-order defect of its own)
+        failing = {_key(r, r.case) for r in results if r.status is Status.FAIL}
+        judged = []
+        for result in results:
+            twin = twins.get((result.target, result.case))
+            if twin is None or result.status is not Status.FAIL or _key(result, twin[0]) in failing:
+                judged.append(result)
+                continue
+            judged.append(_contract(result, *twin))
+        return judged
 
 
 def _key(result: Result, case: str) -> tuple[str, str, str, int | None]:

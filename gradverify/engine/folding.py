@@ -22,6 +22,12 @@ NON_FINITE_WORDS = "for finite inputs"
 # wrong, a wrong second derivative follows from that finding rather than adding one.
 SECOND_ORDER_CHECK = "gradgradcheck"
 FIRST_ORDER_CHECKS = ("backward", "finite_difference", "gradcheck")
+# torch.func's transforms run backward: where they give backward's own gradient of an
+# argument (checks/func/findings.py, inherited_failure) and a first-order check already
+# failed on that argument, func's failure is that finding again, not a second one.
+FUNC_CHECK = "func"
+FUNC_INHERITED_WORDS = "give backward's gradient"
+JUDGED_FIRST_ORDER = ("finite_difference", "gradcheck")
 
 
 def fold(earlier: Sequence[Result], produced: Sequence[Result]) -> list[Result]:
@@ -55,6 +61,17 @@ def _repeated(result: Result, seen: Sequence[Result]) -> Result | None:
             return found
     if result.failed and result.check == SECOND_ORDER_CHECK:
         return next((other for other in others if other.check in FIRST_ORDER_CHECKS), None)
+    if result.failed and result.check == FUNC_CHECK and FUNC_INHERITED_WORDS in result.message:
+        return _first_order_on(result.input_index, others)
+    return None
+
+
+def _first_order_on(input_index: int | None, failures: Sequence[Result]) -> Result | None:
+    """The first failure of finite_difference (else gradcheck) about argument `input_index`."""
+    for check in JUDGED_FIRST_ORDER:
+        for other in failures:
+            if other.check == check and other.failed and other.input_index == input_index:
+                return other
     return None
 
 

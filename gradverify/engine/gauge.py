@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from gradverify.catalogue import FIRST_ORDER_CHECKS
+from gradverify.engine.judging import JudgedCase
 from gradverify.engine.structured import structures_of
 from gradverify.inputs import fresh_copies
 from gradverify.numerics import gauge, structures
@@ -28,8 +29,6 @@ from gradverify.numerics.compare import Comparison
 from gradverify.numerics.jacobian import call_forward
 from gradverify.numerics.salts import Salt
 from gradverify.results import Result, Status
-from gradverify.spec.models import Case, FunctionSpec
-from gradverify.target.loaded import Target
 
 # func's transforms compare backward with central differences too, on the same basis B
 CHECKS = frozenset({*FIRST_ORDER_CHECKS, "func"})
@@ -58,17 +57,15 @@ class Verdict:
 class GaugeBases:
     """Judges the first-order failures of one case about outputs that are orthonormal bases."""
 
-    def __init__(
-        self, target: Target, case: Case, spec: FunctionSpec, arguments: Sequence[Any], seed: int
-    ) -> None:
-        self.target, self.spec, self.seed = target, spec, seed
-        self.structures = structures_of(case)
-        self._given = arguments
+    def __init__(self, case: JudgedCase) -> None:
+        self.target, self.spec, self.seed = case.target, case.spec, case.seed
+        self.structures = structures_of(case.case)
+        self._given = case.arguments
         self._copies: tuple[Any, ...] | None = None
         self._bases: tuple[int, ...] | None = None
         self._verdicts: dict[int, Verdict | None] = {}
 
-    def judge(self, results: list[Result]) -> list[Result]:
+    def judge(self, results: Sequence[Result]) -> list[Result]:
         """`results`, a first-order failure that backward gets right for the subspace turned
         into a warning, one wrong for the subspace too saying so."""
         return [self._judged(result) for result in results]

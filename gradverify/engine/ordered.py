@@ -7,29 +7,46 @@ backward. Inference and `record` no longer write such a case; a spec written bef
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from gradverify.engine.judging import JudgedCase
 from gradverify.inference.order import Order, read_orders
 from gradverify.results import Result, Status
 from gradverify.spec.models import Case, LiteralInput, TensorInput
 from gradverify.target.loaded import Target
 
 
-def order_notes(target: Target, case: Case, results: list[Result]) -> list[Result]:
-    """`results`, each failure with a note naming the order `case` breaks, if it breaks one."""
-    broken = broken_order(target, case)
-    if broken is None or not any(result.status is Status.FAIL for result in results):
-        return results
-    order, lower, upper = broken
-    note = (
-        f"this case draws {order.lower} from {lower}, not below {order.upper} from {upper}, "
-        f"though {order.reason}: a case outside the Function's contract; fix or delete it"
-    )
-    return [
-        replace(result, notes=(*result.notes, note)) if result.status is Status.FAIL else result
-        for result in results
-    ]
+class OrderNotes:
+    """Says of each failure of one case that the case breaks an order, if it breaks one."""
+
+    def __init__(self, case: JudgedCase) -> None:
+        self.target, self.case = case.target, case.case
+        self._read = False  # the target's orders are read at the case's first failure
+        self._broken: tuple[Order, str, str] | None = None
+
+    def judge(self, results: Sequence[Result]) -> list[Result]:
+        """`results`, each failure with a note naming the order the case breaks."""
+        if not any(result.status is Status.FAIL for result in results):
+            return list(results)
+        broken = self._broken_order()
+        if broken is None:
+            return list(results)
+        order, lower, upper = broken
+        note = (
+            f"this case draws {order.lower} from {lower}, not below {order.upper} from {upper}, "
+            f"though {order.reason}: a case outside the Function's contract; fix or delete it"
+        )
+        return [
+            replace(result, notes=(*result.notes, note)) if result.status is Status.FAIL else result
+            for result in results
+        ]
+
+    def _broken_order(self) -> tuple[Order, str, str] | None:
+        if not self._read:
+            self._broken, self._read = broken_order(self.target, self.case), True
+        return self._broken
 
 
 def broken_order(target: Target, case: Case) -> tuple[Order, str, str] | None:

@@ -23,7 +23,7 @@ from dataclasses import replace
 import torch
 
 from gradverify.catalogue import FIRST_ORDER_CHECKS
-from gradverify.checks.shared.case import CaseContext
+from gradverify.engine.judging import JudgedCase
 from gradverify.numerics.expectation import (
     DRAWS,
     Averages,
@@ -40,8 +40,8 @@ BUDGET_SECONDS = 30.0  # per argument; a slower forward leaves the failure as it
 class RandomForward:
     """Judges the first-order failures of one case whose forward draws random numbers."""
 
-    def __init__(self, context: CaseContext) -> None:
-        self.context = context
+    def __init__(self, case: JudgedCase) -> None:
+        self.context = case.context
         self._random: bool | None = None
         self._verdicts: dict[int, Averages | str | None] = {}  # str: why not judged
 

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from gradverify.catalogue import FIRST_ORDER_CHECKS
+from gradverify.engine.judging import JudgedCase
 from gradverify.inputs import fresh_copies
 from gradverify.numerics import seeded, structures
 from gradverify.results import Result, Status
@@ -29,14 +30,12 @@ MOST_DIRECTIONS = 128  # larger matrices: the failure stays as it is
 class StructuredInputs:
     """Judges the failures of one case's checks about its structured inputs."""
 
-    def __init__(
-        self, target: Target, case: Case, spec: FunctionSpec, arguments: Sequence[Any]
-    ) -> None:
-        self.target, self.spec, self.arguments = target, spec, arguments
-        self.structures = structures_of(case)
+    def __init__(self, case: JudgedCase) -> None:
+        self.target, self.spec, self.arguments = case.target, case.spec, case.arguments
+        self.structures = structures_of(case.case)
         self._verdicts: dict[int, int | None] = {}  # input -> directions agreeing (None: not all)
 
-    def judge(self, results: list[Result]) -> list[Result]:
+    def judge(self, results: Sequence[Result]) -> list[Result]:
         """`results`, a first-order failure about a structured input that backward gets
         right along the structure's directions turned into a warning."""
         return [self._judged(result) for result in results]

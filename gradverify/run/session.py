@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from gradverify.catalogue import ENTRIES
-from gradverify.engine.contracts import contract_warnings
 from gradverify.engine.folding import once_per_function
+from gradverify.engine.run_judges import judge_run
 from gradverify.errors import GradverifyError, TargetError
 from gradverify.results import Report, Result
 from gradverify.run import failures, forkserver
@@ -122,7 +122,7 @@ def _report(
             results.append(result)
         all_notes.extend(f"{task.entry.spec.target} [{task.case}]: {note}" for note in case_notes)
     return Report(
-        results=tuple(once_per_function(contract_warnings(entries, results))),
+        results=tuple(once_per_function(judge_run(entries, results))),
         notes=tuple(all_notes),
         inferred=tuple(_inferred_cases(entries)),
     )
