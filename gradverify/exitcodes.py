@@ -10,4 +10,5 @@ class ExitCode(IntEnum):
     FAILED = 1  # at least one check failed
     USAGE = 2  # bad command line, spec or target
     INTERNAL = 3  # a bug in gradverify itself
+    NO_TESTS = 5  # targets were asked for and nothing was checked (pytest's "no tests collected")
     INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT

@@ -303,6 +303,12 @@ class Report:
         )
 
     @property
+    def checked(self) -> bool:
+        """Whether any check ran: a result that passed, failed or warned (a skip, or a check
+        that does not apply, checked nothing)."""
+        return any(result.status is not Status.SKIP for result in self.results)
+
+    @property
     def internal_errors(self) -> tuple[Result, ...]:
         """The results where gradverify itself failed (exit code 3)."""
         return tuple(result for result in self.results if result.internal)

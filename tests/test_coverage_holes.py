@@ -3,6 +3,7 @@ listed with the reason it was not, and a run that checked nothing says so in its
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -47,3 +48,124 @@ def test_nested_functions_are_checked_and_a_built_one_is_listed(project: Path) -
     assert scale["reason"].startswith("needs a spec: defined inside make_scale()")
     assert SCALE in coverage["unspecified"]
     assert "defined inside make_scale()" in " ".join(text.split())
+
+
+# A package this machine lacks: "needs X (not installed)", a skip with its reason.
+
+FUNCTION = (
+    "import torch\n{imports}\n\nclass Twice(torch.autograd.Function):\n"
+    "    @staticmethod\n    def forward(ctx, x):\n{body}        return 2 * x\n\n"
+    "    @staticmethod\n    def backward(ctx, grad_output):\n        return 2 * grad_output\n"
+)
+MISSING = "gv_not_installed_kernels"
+PACKAGES = itertools.count()
+
+
+def write_package(root: Path, modules: dict[str, str]) -> str:
+    """A package with `modules` (name: source) in it, named anew for each test (a package
+    imported by an earlier test stays in sys.modules): its name."""
+    name = f"gvoptpkg{next(PACKAGES)}"
+    package = root / name
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    for module, source in modules.items():
+        (package / f"{module}.py").write_text(source, encoding="utf-8")
+    return name
+
+
+def function(imports: str = "", body: str = "") -> str:
+    return FUNCTION.format(imports=imports, body=body)
+
+
+@pytest.mark.parametrize("isolation", ["--isolation", "--no-isolation"])
+def test_a_module_that_imports_a_missing_package_needs_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    monkeypatch.syspath_prepend(str(project))
+    package = write_package(
+        project, {"kernels": function(f"import {MISSING}"), "plain": function()}
+    )
+
+    code, report, text = check(package, isolation)
+
+    assert code == 0, text
+    assert not any(r["status"] == "fail" for r in report["results"])
+    assert {r["target"] for r in report["results"]} == {f"{package}.plain:Twice"}
+    (without,) = report["coverage"]["without_inputs"]
+    assert without == {
+        "target": f"{package}.kernels:Twice",
+        "reason": f"needs {MISSING} (not installed)",
+    }
+    assert f"needs {MISSING} (not installed)" in text
+
+
+def test_a_forward_that_imports_a_missing_package_needs_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(project))
+    package = write_package(project, {"lazy": function(body=f"        import {MISSING}\n")})
+
+    code, report, text = check(package)
+
+    (without,) = report["coverage"]["without_inputs"]
+    assert without["reason"].startswith(f"needs {MISSING} (not installed): forward imports it")
+    assert "rejected every shape" not in without["reason"]
+    assert code == 5, text
+
+
+def test_a_missing_module_of_the_users_own_package_stays_a_failure(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(project))
+    package = write_package(project, {})
+    (project / package / "broken.py").write_text(
+        function(f"import {package}._not_written_yet"), encoding="utf-8"
+    )
+
+    code, report, text = check(package)
+
+    assert code == 1, text
+    (failed,) = [r for r in report["results"] if r["status"] == "fail"]
+    assert f"No module named '{package}._not_written_yet'" in failed["message"]
+
+
+def test_a_target_that_imports_a_missing_package_is_skipped_with_exit_5(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(project))
+    package = write_package(project, {"kernels": function(f"import {MISSING}")})
+
+    code, report, text = check(f"{package}.kernels:Twice")
+
+    assert code == 5, text
+    (skipped,) = report["results"]
+    assert skipped["status"] == "skip" and not skipped["usage"]
+    assert skipped["message"] == f"needs {MISSING} (not installed)"
+    assert "NOTHING CHECKED" in text
+
+
+# Exit 5: targets asked for, nothing checked.
+
+
+def test_a_package_where_nothing_is_checked_exits_5(project: Path) -> None:
+    (project / "built.py").write_text(
+        "import torch\n\ndef make():\n    class Built(torch.autograd.Function):\n"
+        "        @staticmethod\n        def forward(ctx, x):\n            return x\n"
+        "    return Built\n",
+        encoding="utf-8",
+    )
+
+    code, report, text = check("built")
+
+    assert code == 5, text
+    assert report["results"] == [] and report["coverage"]["functions"] == 1
+    assert "NOTHING CHECKED" in text
+
+
+def test_a_pre_commit_run_no_spec_depends_on_stays_0(project: Path) -> None:
+    (project / "loose.py").write_text(function(), encoding="utf-8")
+
+    result = CliRunner().invoke(app, ["check", "--changed-files", "loose.py", "--no-cache"])
+
+    assert result.exit_code == 0, result.output
+    assert "NOTHING CHECKED" in result.output

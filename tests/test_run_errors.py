@@ -166,7 +166,7 @@ def test_a_degenerate_range_is_a_failed_guess_not_a_crash(in_repo):
     assert not (getattr(found, "internal", False))  # inferred, or a reason: never our crash
 
 
-BROKEN = "import torch\nimport gradverify_no_such_package\n\n\nclass Twice(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return 2 * x\n\n    @staticmethod\n    def backward(ctx, grad_output):\n        return 2 * grad_output\n"
+BROKEN = "import torch\nimport gvbrokenpkg._no_such_module\n\n\nclass Twice(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return 2 * x\n\n    @staticmethod\n    def backward(ctx, grad_output):\n        return 2 * grad_output\n"
 
 
 def make_package(root: Path, *, good: bool) -> None:
@@ -175,7 +175,7 @@ def make_package(root: Path, *, good: bool) -> None:
     (package / "__init__.py").write_text("", encoding="utf-8")
     (package / "bad.py").write_text(BROKEN, encoding="utf-8")
     if good:
-        good_source = BROKEN.replace("import gradverify_no_such_package\n", "")
+        good_source = BROKEN.replace("import gvbrokenpkg._no_such_module\n", "")
         (package / "good.py").write_text(good_source, encoding="utf-8")
 
 
@@ -191,7 +191,7 @@ def test_a_module_that_cannot_be_imported_fails_the_run(tmp_path, monkeypatch, i
     document = json.loads(result.stdout)
     failed = [r for r in document["results"] if r["status"] == "fail"]
     assert [r["target"] for r in failed] == ["gvbrokenpkg.bad:Twice"]
-    assert "No module named 'gradverify_no_such_package'" in failed[0]["message"]
+    assert "No module named 'gvbrokenpkg._no_such_module'" in failed[0]["message"]
     assert not failed[0]["internal"]
     passed = {r["target"] for r in document["results"] if r["status"] == "pass"}
     assert passed == {"gvbrokenpkg.good:Twice"}
@@ -206,12 +206,12 @@ def test_a_package_where_nothing_loads_is_never_green(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["check", "gvbrokenpkg", "--no-cache"])
     assert result.exit_code == ExitCode.FAILED, result.output
     assert "PASSED" not in result.stdout
-    assert "gradverify_no_such_package" in result.stdout
+    assert "gvbrokenpkg._no_such_module" in result.stdout
 
 
 def test_a_python_file_no_spec_depends_on_offers_its_functions(tmp_path, monkeypatch):
     (tmp_path / "gvloose.py").write_text(
-        BROKEN.replace("import gradverify_no_such_package\n", ""), encoding="utf-8"
+        BROKEN.replace("import gvbrokenpkg._no_such_module\n", ""), encoding="utf-8"
     )
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["check", "gvloose.py"])
@@ -225,7 +225,7 @@ def test_a_python_file_no_spec_depends_on_offers_its_functions(tmp_path, monkeyp
 def test_the_pre_commit_hook_offers_nothing(tmp_path, monkeypatch):
     """With --changed-files, an unrelated Python file is the common case: no offer."""
     (tmp_path / "gvloose.py").write_text(
-        BROKEN.replace("import gradverify_no_such_package\n", ""), encoding="utf-8"
+        BROKEN.replace("import gvbrokenpkg._no_such_module\n", ""), encoding="utf-8"
     )
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["check", "--changed-files", "gvloose.py"])

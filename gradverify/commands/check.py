@@ -89,12 +89,17 @@ def run_check(
     report = _complete(report, failed, package)
     _nothing_but_usage_errors(report)
     _emit(report, output_format, output, quiet, verbose)
-    return exit_code(report)
+    # Specs, targets or packages named (not a pre-commit run's changed files): checking
+    # none of them is no success.
+    asked = bool(work.arguments) and not scope.changed_files
+    return exit_code(report, asked)
 
 
-def exit_code(report: Report) -> int:
+def exit_code(report: Report, asked: bool = False) -> int:
     """3 if gradverify failed on a case (internal), else 2 if a spec or target could not be
-    used, else 1 if anything failed, else 0. Whatever made it, every result is reported."""
+    used, else 1 if anything failed, else 5 if something was `asked` for and no check ran
+    (each target skipped or without inputs), else 0. Whatever made it, every result is
+    reported."""
     if report.usage_errors:
         _refuse(report.usage_errors)
     if report.internal_errors:
@@ -102,7 +107,9 @@ def exit_code(report: Report) -> int:
         return ExitCode.INTERNAL
     if report.usage_errors:
         return ExitCode.USAGE
-    return ExitCode.OK if report.passed else ExitCode.FAILED
+    if not report.passed:
+        return ExitCode.FAILED
+    return ExitCode.NO_TESTS if asked and not report.checked else ExitCode.OK
 
 
 def _nothing_but_unread(plan: Plan, entries: list[SpecEntry]) -> None:

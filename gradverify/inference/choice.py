@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from gradverify.target.dependencies import needed_package
+
 if TYPE_CHECKING:
     from gradverify.inference.random_backward import RandomBackward
     from gradverify.spec.models import FunctionSpec
@@ -111,6 +113,9 @@ class Inference:
             return None
         if self.rejection.startswith("needs CUDA"):  # inference/precision.py: it says it all
             return self.rejection
+        needed = needed_package(self.rejection, self.target)
+        if needed is not None:  # forward imports a package this machine lacks
+            return f"{needed}: forward imports it ({self.rejection})"
         guessed = [c.name for c in self.choices if c.kind == TENSOR and c.dtype == "float64"]
         named = [name for name in guessed if re.search(rf"\b{re.escape(name)}\b", self.rejection)]
         which = f" for {', '.join(named or guessed)}" if guessed else ""

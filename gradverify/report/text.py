@@ -294,7 +294,7 @@ def _verdict(report: Report) -> tuple[str, str]:
         return "INTERRUPTED (the cases that finished)", "bold yellow"
     if not report.passed:
         return "FAILED", "bold red"
-    return ("NOTHING CHECKED", "bold yellow") if not report.results else ("PASSED", "bold green")
+    return ("NOTHING CHECKED", "bold yellow") if not report.checked else ("PASSED", "bold green")
 
 
 def _summary(report: Report, width: int, verbose: bool) -> Text:

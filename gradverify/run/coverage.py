@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from gradverify.errors import GradverifyError
 from gradverify.results import Coverage, Result, Uncovered
+from gradverify.run import failures
 from gradverify.run.session import RunOptions, infer_each
 from gradverify.spec.load import SpecEntry
 from gradverify.spec.plan import DefinedTarget
@@ -58,6 +59,18 @@ def package_work(
             continue
         outcome = inferred_by_target[item.target]
         if isinstance(outcome, Result):
+            needs = None if outcome.internal else failures.needs(item.target, outcome.message)
+            if needs is not None:  # a package this machine lacks: listed, not a failure
+                without.append(Uncovered(item.target, needs))
+                continue
+            refused = failures.refused(item.target, outcome.message)
+            if refused is not None:  # a legacy Function: its failure says why
+                failed.append(refused)
+                reason = refused.message.split(" (")[
+                    0
+                ]  # `torch refuses to run it: a legacy Function`
+                without.append(Uncovered(item.target, f"failed above: {reason}"))
+                continue
             failed.append(outcome)
             prefix = f"cannot load target '{item.target}': "
             reason = (

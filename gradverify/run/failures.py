@@ -17,6 +17,8 @@ from gradverify.errors import GradverifyError, SpecError, SpecIssue
 from gradverify.results import Result, Status
 from gradverify.run.pool import Outcome
 from gradverify.run.tasks import Task
+from gradverify.target.dependencies import needed_package
+from gradverify.target.legacy import REFUSED
 
 PLEA = (
     "this is a bug in gradverify, not in your code: please report it with the traceback "
@@ -28,6 +30,8 @@ LOAD_CHECK = "forward"
 # its cases.
 NOT_LOADED_CASE = "not loaded"
 UNREAD_CASE = "not read"
+NOT_RUN_CASE = "not run here"  # a target that needs what this machine lacks
+REFUSED_CASE = "refused by torch"  # a legacy Function
 LOADING_HINT = (
     "the target could not be loaded, so none of its cases ran: fix its name, install what its "
     "module needs, or fix the error at import"
@@ -66,6 +70,49 @@ def not_loaded(target: str, case: str, message: str) -> Result:
     return replace(usage_error(target, case, message, None, None, hint), usage=False)
 
 
+def needs(target: str, message: str) -> str | None:
+    """What this machine lacks for a zero-config target, in a line (`needs triton (not
+    installed)`, `needs CUDA (this machine has none)`), from the message of its load or
+    inference; None when the message is about something else."""
+    headline = message.strip().split("\n", 1)[0]
+    needed = needed_package(headline, target)
+    if needed is not None:
+        return needed
+    said = headline.removeprefix(f"cannot infer inputs for {target}: ")
+    return said if said.startswith("needs ") else None
+
+
+def skipped(target: str, reason: str) -> Result:
+    """A target this machine cannot run (`needs`): a skip, neither a finding nor an error."""
+    return Result(
+        target=target, case=NOT_RUN_CASE, check=LOAD_CHECK, status=Status.SKIP, message=reason,
+        hint="none of its checks ran here: run it where that is installed, or give it a spec",
+    )  # fmt: skip
+
+
+def refused(target: str, message: str) -> Result | None:
+    """A target torch will not run as written (a legacy Function, gradverify.target.legacy),
+    from the message of its load: a failure of the user's code, not an error of usage; None
+    for any other message."""
+    said = message.strip().removeprefix(f"cannot load target '{target}': ")
+    if not said.startswith(REFUSED):
+        return None
+    headline, _, rest = said.partition("\n")
+    return Result(
+        target=target, case=REFUSED_CASE, check=LOAD_CHECK, status=Status.FAIL,
+        message=headline, details=tuple(rest.splitlines()),
+        hint="torch runs only new-style Functions (static forward and backward), so none of its checks ran",
+    )  # fmt: skip
+
+
+def instead_of_error(target: str, message: str) -> Result | None:
+    """A zero-config target that did not load or infer for a reason that is no error of
+    usage: what this machine lacks (`needs`, a skip), or torch's refusal (`refused`, a
+    failure); None for any other reason."""
+    needed = needs(target, message)
+    return skipped(target, needed) if needed is not None else refused(target, message)
+
+
 def unusable(task: Task, message: str, not_loaded: bool) -> Result:
     """Bad input that kept a case from running, found where it ran (a worker, or this process
     without isolation): a target that cannot be loaded (one result for the target, at its
@@ -74,6 +121,10 @@ def unusable(task: Task, message: str, not_loaded: bool) -> Result:
     the exit code is 2 at the end."""
     entry = task.entry
     target = entry.spec.target or ""
+    refusal = refused(target, message) if not_loaded else None
+    if refusal is not None:  # a legacy Function: a failure of its code, the spec is fine
+        line = entry.case_lines.get(task.case, entry.line)
+        return replace(refusal, case=task.case, spec_file=entry.file, spec_line=line)
     if not_loaded:
         text = message.strip()
         if entry.file is not None:

@@ -179,6 +179,10 @@ def _infer_each_or_usage(
         try:
             found = infer_entries([target], options)
         except GradverifyError as error:
+            instead = failures.instead_of_error(target, error.render())
+            if instead is not None:  # needs a package or CUDA (a skip), refused by torch
+                results.append(instead)
+                continue
             not_loaded = isinstance(error, (TargetError, NotLoaded))
             case, hint = (
                 (failures.NOT_LOADED_CASE, failures.LOADING_HINT)

@@ -55,11 +55,11 @@ class Definition:
         """Why gradverify cannot load it by its target, in a line; None when it can."""
         if self.built_in is None:
             return None
-        module = self.target.rpartition(":")[0]
+        name = self.target.rpartition(".")[2]
         return (
-            f"needs a spec: defined inside {self.built_in}(), so it cannot be imported; name "
-            f"an attribute that holds a class {self.built_in}() built (`Fn = "
-            f"{self.built_in}()`, then `target: {module}:Fn`)"
+            f"needs a spec: defined inside {self.built_in}(), so it cannot be imported; a "
+            f"spec's target can be a module attribute that holds one (`{name} = "
+            f"{self.built_in}(...)`)"
         )
 
 

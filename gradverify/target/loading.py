@@ -20,6 +20,7 @@ from gradverify.errors import TargetError
 from gradverify.spec.suggest import did_you_mean
 from gradverify.spec.targets import FORMS, form_problem, parse_target
 from gradverify.target.dirty import DirtyArguments, dirty_arguments
+from gradverify.target.legacy import legacy_refusal
 from gradverify.target.loaded import Target, cloning, source_of
 from gradverify.target.ops import describe_op, find_op, op_parts, op_spec
 
@@ -151,6 +152,9 @@ def _describe(spec: str, obj: Any) -> Target:
         return describe_op(spec, obj)
 
     is_function = isinstance(obj, type) and issubclass(obj, torch.autograd.Function)
+    refusal = legacy_refusal(obj) if is_function else None
+    if refusal is not None:
+        raise TargetError(spec, refusal)
     if is_function:
         forward = obj.forward
         call = obj.apply
