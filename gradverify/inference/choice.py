@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.blame import rejected_every
 from gradverify.target.dependencies import needed_package
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class Inference:
         which = f" for {', '.join(named or guessed)}" if guessed else ""
         if self.rejection.startswith(("backward raised", "forward returned no tensor")):
             return f"no input tried fits the Function's contract{which} ({self.rejection})"
-        return f"forward rejected every shape tried{which} ({self.rejection})"
+        return f"{rejected_every(self.rejection)}{which} ({self.rejection})"
 
     @property
     def cases(self) -> list[tuple[str, tuple[Choice, ...]]]:
