@@ -144,6 +144,30 @@ def test_a_target_that_imports_a_missing_package_is_skipped_with_exit_5(
     assert "NOTHING CHECKED" in text
 
 
+@pytest.mark.parametrize("isolation", ["--isolation", "--no-isolation"])
+def test_a_spec_whose_target_imports_a_missing_package_skips_its_cases(
+    project: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    monkeypatch.syspath_prepend(str(project))
+    package = write_package(project, {"kernels": function(f"import {MISSING}")})
+    spec = project / "kernels.yaml"
+    spec.write_text(
+        f"target: {package}.kernels:Twice\ncases:\n"
+        "  - {name: small, inputs: [{shape: [3]}]}\n  - {name: large, inputs: [{shape: [9]}]}\n",
+        encoding="utf-8",
+    )
+
+    code, report, text = check(str(spec), isolation)
+
+    assert code == 5, text
+    assert [(r["case"], r["status"], r["usage"]) for r in report["results"]] == [
+        ("small", "skip", False),
+        ("large", "skip", False),
+    ]
+    assert {r["message"] for r in report["results"]} == {f"needs {MISSING} (not installed)"}
+    assert {r["spec_line"] for r in report["results"]} == {3, 4}
+
+
 # Exit 5: targets asked for, nothing checked.
 
 

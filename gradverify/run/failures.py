@@ -71,8 +71,8 @@ def not_loaded(target: str, case: str, message: str) -> Result:
 
 
 def needs(target: str, message: str) -> str | None:
-    """What this machine lacks for a zero-config target, in a line (`needs triton (not
-    installed)`, `needs CUDA (this machine has none)`), from the message of its load or
+    """What this machine lacks for a target, in a line (`needs triton (not installed)`,
+    `needs CUDA (this machine has none)`), from the message of its load or of zero-config's
     inference; None when the message is about something else."""
     headline = message.strip().split("\n", 1)[0]
     needed = needed_package(headline, target)
@@ -106,9 +106,9 @@ def refused(target: str, message: str) -> Result | None:
 
 
 def instead_of_error(target: str, message: str) -> Result | None:
-    """A zero-config target that did not load or infer for a reason that is no error of
-    usage: what this machine lacks (`needs`, a skip), or torch's refusal (`refused`, a
-    failure); None for any other reason."""
+    """A target that did not load (or whose inputs were not inferred) for a reason that is
+    no error of usage: what this machine lacks (`needs`, a skip), or torch's refusal
+    (`refused`, a failure); None for any other reason."""
     needed = needs(target, message)
     return skipped(target, needed) if needed is not None else refused(target, message)
 
@@ -118,13 +118,15 @@ def unusable(task: Task, message: str, not_loaded: bool) -> Result:
     without isolation): a target that cannot be loaded (one result for the target, at its
     spec's line, named by file, line and key), or a case that does not fit forward (its
     SpecError names the file and line). Its target's other cases and the other targets run;
-    the exit code is 2 at the end."""
+    the exit code is 2 at the end. A target that needs a package this machine lacks is a
+    skip of the case instead, and a legacy Function a failure of it (`instead_of_error`)."""
     entry = task.entry
     target = entry.spec.target or ""
-    refusal = refused(target, message) if not_loaded else None
-    if refusal is not None:  # a legacy Function: a failure of its code, the spec is fine
-        line = entry.case_lines.get(task.case, entry.line)
-        return replace(refusal, case=task.case, spec_file=entry.file, spec_line=line)
+    if not_loaded:  # a package this machine lacks (a skip), a legacy Function (a failure)
+        instead = instead_of_error(target, message)
+        if instead is not None:
+            line = entry.case_lines.get(task.case, entry.line)
+            return replace(instead, case=task.case, spec_file=entry.file, spec_line=line)
     if not_loaded:
         text = message.strip()
         if entry.file is not None:
