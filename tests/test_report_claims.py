@@ -222,12 +222,20 @@ def test_a_finding_in_every_case_is_printed_once_and_counted(run_spec):
     assert len(failed) == 15 * 8  # JSON keeps every result
     text = FORMATS["text"](report, RenderOptions())
     assert len(text.splitlines()) < 300
-    assert text.count("╭─ ✗ gradgradcheck") == 15
-    assert text.count("· the same in 7 more cases") == 15
+    # One panel for the 15 Functions alike, naming its other cases and the other Functions...
+    assert text.count("╭─ ✗ gradgradcheck") == 1
+    assert (
+        len(re.findall(r"also in +7 more cases: case1, case2, case3, case4, case5 and", text)) == 1
+    )
+    assert re.search(r"same in +14 more Functions in tests.functions.report_claims: Square", text)
+    # ...and each of those is its status line and one line pointing at that panel.
+    first = f"{FUNCTIONS}:{report_claims.SQUARES_DETACHED[0].__name__}"
+    assert text.count(f"✗ gradgradcheck · argument 0 (x): as in {first}") == 14
+    assert text.count("  8 cases  8 passed, 8 failed") == 14
     plain = json.loads(FORMATS["json"](report, RenderOptions()))
     assert sum(1 for r in plain["results"] if r["status"] == "fail") == 15 * 8
     quiet = FORMATS["text"](report, RenderOptions(quiet=True))
-    assert quiet.count("7 more cases") == 2 * 15  # each panel's title, and its cases' line
+    assert quiet.count("7 more cases") == 2  # the panel's `also in`, and its cases' line
 
 
 def test_findings_that_differ_are_each_shown(report):

@@ -30,6 +30,9 @@ def mixed(run_spec: Any) -> Report:
 def from_text(rendered: str) -> dict[str, int]:
     summary = " ".join(rendered.split("\n\n")[-1].split())
     counts = {kind: _number(summary, rf"(\d+) {word}") for kind, word in _WORDS.items()}
+    # A failure that repeats another check's finding on its case is counted apart, `2 failed
+    # (+1 repeats)`: the text still counts every result.
+    counts["failed"] += _number(summary, r"\(\+(\d+) repeats\)")
     return counts
 
 

@@ -7,14 +7,17 @@ from rich.padding import Padding
 from rich.text import Text
 
 from gradverify.report.lines import plural
+from gradverify.report.reasons import one_line
 from gradverify.results import Coverage
 
 INDENT = "  "
 
 
-def coverage_lines(coverage: Coverage) -> list[RenderableType]:
+def coverage_lines(coverage: Coverage) -> list[tuple[RenderableType, str | None]]:
     """`gradient coverage: 23 Functions: 18 with specs, 3 inferred, 2 without inputs`, then
-    the Functions left unchecked with why, and those --require-specs fails for."""
+    the Functions left unchecked with why (in one line), and those --require-specs fails
+    for; each line with the Function whose reason it is (a report over its budget may leave
+    reasons out), else None."""
     without = len(coverage.without_inputs)
     head = Text("gradient coverage: ", style="bold")
     head.append(f"{_counted(coverage)}: ")
@@ -24,22 +27,21 @@ def coverage_lines(coverage: Coverage) -> list[RenderableType]:
         f"{without} without inputs" + (" (record or write a spec)" if without else ""),
         style="yellow" if without else "",
     )
-    lines: list[RenderableType] = [head]
+    lines: list[tuple[RenderableType, str | None]] = [(head, None)]
     if without:
-        lines.append(Text(f"{INDENT}without inputs, not checked:"))
+        lines.append((Text(f"{INDENT}without inputs, not checked:"), None))
         for uncovered in coverage.without_inputs:
-            lines.append(Text(f"{INDENT * 2}{uncovered.target}", style="yellow"))
-            lines.append(Padding(Text(uncovered.reason), (0, 0, 0, len(INDENT) * 3)))
+            lines.append((Text(f"{INDENT * 2}{uncovered.target}", style="yellow"), None))
+            reason = Padding(Text(one_line(uncovered.reason)), (0, 0, 0, len(INDENT) * 3))
+            lines.append((reason, uncovered.target))
     if coverage.failed:
         unspecified = coverage.unspecified
-        lines.append(
-            Text(
-                f"--require-specs: {len(unspecified)} without a spec (`gradverify record -- "
-                "COMMAND` or `gradverify init TARGET` writes one):",
-                style="bold red",
-            )
+        said = (
+            f"--require-specs: {len(unspecified)} without a spec (`gradverify record -- "
+            "COMMAND` or `gradverify init TARGET` writes one):"
         )
-        lines.extend(Text(f"{INDENT * 2}{target}", style="red") for target in unspecified)
+        lines.append((Text(said, style="bold red"), None))
+        lines.extend((Text(f"{INDENT * 2}{target}", style="red"), None) for target in unspecified)
     return lines
 
 

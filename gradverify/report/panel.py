@@ -11,24 +11,32 @@ from rich.table import Table
 from rich.text import Text
 
 from gradverify.report.evidence import evidence
+from gradverify.report.groups import named
 from gradverify.report.lines import MARKS, STYLES, plural
 from gradverify.report.maps import MismatchMap
 from gradverify.results import Result, Status
 
+SHOWN_CASES = 5  # case names listed for the cases that repeat a finding
 
-def failure_panel(result: Result, more: Sequence[str] = ()) -> Panel:
-    """A finding's panel; `more`: the later cases of its target that repeat it."""
+
+def failure_panel(result: Result, more: Sequence[str] = (), functions: Sequence[str] = ()) -> Panel:
+    """A finding's panel; `more`: the later cases of its target that repeat it;
+    `functions`: the other Functions with the same finding (each points here)."""
     rows = Table.grid(padding=(0, 2))
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column(overflow="fold")
     for label, value in _evidence(result):
         rows.add_row(label, Text(value))
+    if more:
+        rows.add_row("also in", Text(f"{more_cases(len(more))}: {named(more, SHOWN_CASES)}"))
+    if functions:
+        rows.add_row("same in", Text(_functions(result.target, functions)))
     parts: list[RenderableType] = [Text(result.message), Text(""), rows]
     parts.append(MismatchMap(result))  # draws nothing where the map does not fit
     if result.details:
         parts += [Text(""), Text("\n".join(result.details), style="dim")]
     style = STYLES[result.status]
-    title = _title(result) + (f" · the same in {more_cases(len(more))}" if more else "")
+    title = title_of(result)
     return Panel(
         Group(*parts),
         title=Text(title, style=style),
@@ -37,11 +45,20 @@ def failure_panel(result: Result, more: Sequence[str] = ()) -> Panel:
     )
 
 
+def _functions(target: str, functions: Sequence[str]) -> str:
+    """`3 more Functions in pkg.ops: B, C, D`, or their full names from several modules."""
+    counted = plural(len(functions), "more Function")
+    module = target.partition(":")[0]
+    if all(other.partition(":")[0] == module for other in functions):
+        return f"{counted} in {module}: {named([f.partition(':')[2] for f in functions])}"
+    return f"{counted}: {named(functions)}"
+
+
 def more_cases(count: int) -> str:
     return plural(count, "more case")
 
 
-def _title(result: Result) -> str:
+def title_of(result: Result) -> str:
     """`✗ finite_difference · argument 1 (beta)`: plain text tells a failure from a warning."""
     subject = _subject(result)
     title = f"{MARKS[result.status]} {result.check}" + (f" · {subject}" if subject else "")
