@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from gradverify.cli import app
@@ -166,6 +167,18 @@ def test_a_spec_whose_target_imports_a_missing_package_skips_its_cases(
     ]
     assert {r["message"] for r in report["results"]} == {f"needs {MISSING} (not installed)"}
     assert {r["spec_line"] for r in report["results"]} == {3, 4}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_a_target_that_needs_cuda_is_skipped_as_one_that_needs_a_package(project: Path) -> None:
+    """As zero-config lists it in a package's coverage: a skip that says so, not exit 2."""
+    code, report, text = check("tests.functions.kernels_pkg.ops:CudaSquare")
+
+    assert code == 5, text
+    (skipped,) = report["results"]
+    assert skipped["status"] == "skip" and not skipped["usage"]
+    assert skipped["message"] == "needs CUDA (this machine has none)"
+    assert skipped["details"]  # torch's complaint
 
 
 # Exit 5: targets asked for, nothing checked.

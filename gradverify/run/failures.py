@@ -8,6 +8,7 @@ imported. The run goes on with the others.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -32,6 +33,7 @@ NOT_LOADED_CASE = "not loaded"
 UNREAD_CASE = "not read"
 NOT_RUN_CASE = "not run here"  # a target that needs what this machine lacks
 REFUSED_CASE = "refused by torch"  # a legacy Function
+_NEEDS = re.compile(r"needs [^:(]+\([^)]*\)")  # `needs CUDA (this machine has none)`
 LOADING_HINT = (
     "the target could not be loaded, so none of its cases ran: fix its name, install what its "
     "module needs, or fix the error at import"
@@ -83,9 +85,14 @@ def needs(target: str, message: str) -> str | None:
 
 
 def skipped(target: str, reason: str) -> Result:
-    """A target this machine cannot run (`needs`): a skip, neither a finding nor an error."""
+    """A target this machine cannot run (`needs`): a skip, neither a finding nor an error;
+    its message the `needs X (...)` phrase, whatever else the reason says its details."""
+    phrase = _NEEDS.match(reason)
+    message = phrase.group(0) if phrase else reason
+    rest = reason[len(message) :].lstrip(": ")
     return Result(
-        target=target, case=NOT_RUN_CASE, check=LOAD_CHECK, status=Status.SKIP, message=reason,
+        target=target, case=NOT_RUN_CASE, check=LOAD_CHECK, status=Status.SKIP, message=message,
+        details=(rest,) if rest else (),
         hint="none of its checks ran here: run it where that is installed, or give it a spec",
     )  # fmt: skip
 
