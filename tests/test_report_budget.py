@@ -229,3 +229,15 @@ def test_a_skip_says_its_reason_in_one_line() -> None:
     rendered = FORMATS["text"](Report(results), RenderOptions())
     assert "RegisterCPU" not in rendered and "This could be because" not in rendered
     assert "finite_difference skipped: Could not run 'aten::empty.memory_format'" in rendered
+
+
+def test_an_unchecked_functions_reason_is_one_line() -> None:
+    from gradverify.results import Coverage, Result, Uncovered
+
+    needs = Uncovered("m:OnGpu", f"needs CUDA (this machine has none): {LONG_SKIP}")
+    coverage = Coverage(with_specs=(), inferred=("m:F",), without_inputs=(needs,))
+    report = Report((Result("m:F", "c", "forward", Status.PASS),), coverage=coverage)
+    lines = FORMATS["text"](report, RenderOptions()).splitlines()
+    at = lines.index("    m:OnGpu")
+    assert lines[at + 1] == "      needs CUDA (this machine has none)"
+    assert lines[at + 2].startswith("PASSED")

@@ -134,6 +134,9 @@ def _pointing(
             continue
         said.add(key)
         lines.append(_pointer(result, owner, options.width))
+    found = target.branches
+    if found is not None and not options.quiet and not found.complete:
+        lines.append(_branches(found))
     return Written(lines, True)
 
 
