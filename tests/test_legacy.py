@@ -52,6 +52,12 @@ def test_loading_a_legacy_function_says_torch_refuses_it(target: str) -> None:
     assert raised.value.message.startswith(f"{REFUSED}: a legacy Function (non-static forward")
 
 
+def test_a_new_style_forward_under_a_decorator_is_no_legacy_function() -> None:
+    target = load_target(f"{MODULE}:DecoratedDouble")
+
+    assert target.call(torch.ones(2)).tolist() == [2.0, 2.0]
+
+
 def test_a_package_run_fails_each_legacy_function_and_lists_why(project: Path) -> None:
     code, report = check(MODULE)
 
@@ -59,6 +65,7 @@ def test_a_package_run_fails_each_legacy_function_and_lists_why(project: Path) -
     failed = {r["target"]: r for r in report["results"] if r["status"] == "fail"}
     assert set(failed) == {SCALE, SQUARE}
     assert all(r["message"].startswith(REFUSED) and not r["usage"] for r in failed.values())
+    assert report["coverage"]["inferred"] == [f"{MODULE}:DecoratedDouble"]
     reasons = {u["target"]: u["reason"] for u in report["coverage"]["without_inputs"]}
     assert reasons[SCALE] == f"failed above: {REFUSED}: a legacy Function"
     assert not any("rejected every shape" in reason for reason in reasons.values())

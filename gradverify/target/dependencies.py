@@ -9,6 +9,7 @@ the project directory) that does not import is a broken module, an error as ever
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -28,14 +29,25 @@ def needed_package(message: str, target: str, project: Path | None = None) -> st
     found = _NOT_FOUND.search(line) or _NO_NAME.search(line)
     if found is None:
         return None
-    package = found["name"].split(".")[0]
+    name = found["name"]
+    package = name.split(".")[0]
     own = {_top(importing["module"])} if importing else set()
     own.add(_top(target.rpartition(":")[0]))
     if package in own or _in_project(package, project or Path.cwd()):
         return None
     if "attribute" in found.groupdict():
         return f"needs {package} (the one installed has no {found['attribute']!r})"
+    if name != package and _installed(package):  # torch is here, torch._foo is not
+        return f"needs {name} (not in the {package} installed here)"
     return f"needs {package} (not installed)"
+
+
+def _installed(package: str) -> bool:
+    """Whether a top-level package is found on sys.path (located, not imported)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _top(module: str) -> str:

@@ -18,6 +18,8 @@ def legacy_refusal(function_class: Any) -> str | None:
     forward = inspect.getattr_static(function_class, "forward", None)
     if not inspect.isfunction(forward):  # a staticmethod or classmethod object: new style
         return None
+    if hasattr(forward, "__wrapped__"):  # a decorator over the staticmethod (`custom_fwd`)
+        return None
     name = getattr(function_class, "__name__", "Function")
     return (
         f'{REFUSED}: a legacy Function (non-static forward; `{name}()(x)` raises "Legacy '

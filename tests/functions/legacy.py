@@ -4,6 +4,7 @@ that says so, never "forward rejected every shape"."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -33,3 +34,27 @@ class LegacySquare(torch.autograd.Function):
     def backward(self, grad_output: torch.Tensor) -> Any:
         (x,) = self.saved_tensors
         return 2 * x * grad_output
+
+
+def _passed_through(function: Any) -> Any:
+    """A decorator as `torch.amp.custom_fwd` is, applied over the staticmethod."""
+
+    @functools.wraps(function)
+    def wrapper(*arguments: Any, **keywords: Any) -> Any:
+        return function(*arguments, **keywords)
+
+    return wrapper
+
+
+class DecoratedDouble(torch.autograd.Function):
+    """y = 2 x, new style: its forward a staticmethod under a decorator, so a plain function
+    on the class, yet no legacy Function."""
+
+    @_passed_through
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        return 2 * grad_output
