@@ -12,6 +12,8 @@ import torch
 from typer.testing import CliRunner
 
 from gradverify.cli import app
+from gradverify.report import FORMATS, RenderOptions
+from gradverify.results import Report, Result, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 SCOPES = "tests.functions.scopes_pkg"
@@ -206,3 +208,21 @@ def test_a_pre_commit_run_no_spec_depends_on_stays_0(project: Path) -> None:
 
     assert result.exit_code == 0, result.output
     assert "NOTHING CHECKED" in result.output
+
+
+@pytest.mark.parametrize(
+    ("format_name", "said"),
+    [
+        ("github", "gradverify NOTHING CHECKED:"),
+        ("html", ">NOTHING CHECKED<"),
+        ("text", "NOTHING CHECKED"),
+    ],
+)
+def test_a_run_of_skips_alone_is_never_called_passed(format_name: str, said: str) -> None:
+    skipped = Result(
+        "mypkg.ops:F", "not run here", "forward", Status.SKIP, "needs triton (not installed)"
+    )
+
+    rendered = FORMATS[format_name](Report(results=(skipped,)), RenderOptions())
+
+    assert said in rendered and "PASSED" not in rendered

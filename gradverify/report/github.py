@@ -106,7 +106,7 @@ def _line(command: str, message: str, **properties: str | int | None) -> str:
 
 def _summary(report: Report) -> str:
     summary = report.summary
-    verdict = "PASSED" if report.passed else "FAILED"
+    verdict = "FAILED" if not report.passed else "PASSED" if report.checked else "NOTHING CHECKED"
     return (
         f"gradverify {verdict}: {summary.targets} target(s), {summary.cases} case(s), "
         f"{summary.results} result(s): {summary.passed} passed, {summary.failed} failed, "

@@ -33,6 +33,7 @@ code, pre, dd, .message { font-family: ui-monospace, monospace; font-size: 13px;
 .verdict { font-weight: bold; padding: .1em .5em; border-radius: 4px; color: #fff; }
 .verdict.passed { background: #1a7f37; }
 .verdict.failed { background: #cf222e; }
+.verdict.nothing { background: #9a6700; }
 .location, .counts, .muted { color: #59636e; font-weight: normal; }
 section.finding { border-left: 4px solid; padding: .6em 1em; margin: .8em 0;
                   background: #f6f8fa; }
@@ -83,11 +84,12 @@ def render(report: Report, options: RenderOptions) -> str:
         else:
             passing.append(_passing_line(target, case, results))
     listed = bool(passing) and not options.quiet
-    verdict = "PASSED" if report.passed else "FAILED"
+    verdict = "FAILED" if not report.passed else "PASSED" if report.checked else "NOTHING CHECKED"
+    css = verdict.split()[0].lower()  # passed, failed, nothing
     body = [
         '<header id="top">',
         "<h1>gradverify report</h1>",
-        f'<p><span class="verdict {verdict.lower()}">{verdict}</span> {_summary(report)}</p>',
+        f'<p><span class="verdict {css}">{verdict}</span> {_summary(report)}</p>',
         "</header>",
     ]
     if report.notes:
