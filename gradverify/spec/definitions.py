@@ -193,9 +193,11 @@ def _classes_in(
             yield from _classes_in(_flat(statement.body), source, names, f"{qualname}.", built_in)
         elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
             function = prefix + statement.name
+            # The innermost function builds it: `make_fn`, `Outer.make`, not `a.<locals>.b`.
+            builder = statement.name if built_in else function
             inner = {**names, **_imported_names_in(statement.body, source)}
             yield from _classes_in(
-                _flat(statement.body), source, inner, f"{function}.<locals>.", built_in or function
+                _flat(statement.body), source, inner, f"{function}.<locals>.", builder
             )
 
 

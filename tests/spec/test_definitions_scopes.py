@@ -73,6 +73,21 @@ def test_a_class_in_a_method_is_built_in_that_method(tmp_path: Path) -> None:
     assert found.built_in == "Layer.build"
 
 
+def test_a_class_in_a_nested_function_is_built_in_the_innermost(tmp_path: Path) -> None:
+    (tmp_path / "graphs.py").write_text(
+        "import torch\n\ndef make_graphed(modules):\n    def one(module):\n"
+        "        class Graphed(torch.autograd.Function):\n"
+        "            @staticmethod\n            def forward(ctx, x):\n                return x\n"
+        "        return Graphed\n    return [one(m) for m in modules]\n",
+        encoding="utf-8",
+    )
+
+    (found,) = definitions_in_directory(str(tmp_path))
+
+    assert found.target.endswith("graphs.py:make_graphed.<locals>.one.<locals>.Graphed")
+    assert found.built_in == "one"
+
+
 def test_a_package_with_no_function_anywhere_is_still_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "plain.py").write_text(
         "class Outer:\n    class Inner:\n        def forward(self, x):\n            return x\n",
