@@ -123,6 +123,10 @@ def test_the_report_fits_300_lines_and_every_function_keeps_its_line(text: str) 
     assert len(status_lines(text)) == FUNCTIONS
     assert all(line.startswith("✗") for line in status_lines(text).values())
     assert lines[-1].startswith("FAILED") or lines[-2].startswith("FAILED")  # the summary, last
+    # A Function cut short still says each finding in a line (or points at its panel).
+    for name, line in status_lines(text).items():
+        following = lines[lines.index(line) + 1]
+        assert following.startswith(("  ", "╭─")), (name, following)
     said = " ".join(" ".join(lines[-5:]).split())
     assert re.search(r"\.\.\. the details of \d+ Functions \(\d+ findings\) left out", said)
     assert "run with -v to see them all" in said

@@ -3,7 +3,7 @@
 In full: a line per case (one for the inferred cases of a zero-config target that passed),
 a panel per finding the target shows first, one line for the cases that only repeat
 findings shown above, and backward's branches. Cut (a report over its line budget): one
-status line for the whole target. A target whose every finding another Function shows is
+status line for the whole target, and where it fits a line per finding (`headlines`). A target whose every finding another Function shows is
 its status line and one line per finding pointing at that panel.
 """
 
@@ -35,7 +35,8 @@ from gradverify.report.lines import (
 )
 from gradverify.report.options import RenderOptions
 from gradverify.report.panel import SHOWN_CASES, failure_panel, more_cases, title_of
-from gradverify.report.repeats import Repeats, repeats, shared_key
+from gradverify.report.reasons import one_line
+from gradverify.report.repeats import Repeats, finding_key, repeats, shared_key
 from gradverify.report.table import case_table
 from gradverify.results import BranchCoverage, Result, Status
 
@@ -74,6 +75,32 @@ def written(target: Target, options: RenderOptions, shared: Groups, cut: bool) -
     if visible and not options.verbose and all(elsewhere):
         return _pointing(target, visible, shared, options)
     return _in_full(target, options, shared)
+
+
+def headlines(target: Target, options: RenderOptions, shared: Groups) -> list[RenderableType]:
+    """What a target cut short still says (a report over its budget): a line per distinct
+    finding, `✗ finite_difference · argument 0 (x): off by a constant factor 1/2 ...`, or
+    the line pointing at the panel another Function shows for it."""
+    if _one_line(target, options):
+        return []
+    lines: list[RenderableType] = []
+    said: set[object] = set()
+    for result in (r for case in target.cases for r in case if _visible(r, options)):
+        key = finding_key(result)
+        if key in said:
+            continue
+        said.add(key)
+        owner = shared.shown_by(result)
+        if owner is not None:
+            lines.append(_pointer(result, owner, options.width))
+            continue
+        title = title_of(result)
+        room = options.width - INDENT - len(title) - 2
+        cause = result.hint or result.message
+        words = one_line(cause, max(room - 4, 20))  # " ..." where cut
+        line = Text.assemble((title, STYLES[result.status]), f": {words}")
+        lines.append(Padding(line, (0, 0, 0, INDENT)))
+    return lines
 
 
 def _visible(result: Result, options: RenderOptions) -> bool:

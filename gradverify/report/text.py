@@ -26,13 +26,15 @@ from gradverify.report.lines import joined, plural
 from gradverify.report.options import RenderOptions
 from gradverify.report.panel import failure_panel
 from gradverify.report.repeats import finding_key, shown_findings
-from gradverify.report.targets import Target, written
+from gradverify.report.targets import Target, headlines, written
 from gradverify.results import Coverage, Report, Status, branch_coverage
 
 __all__ = ["failure_panel", "render"]
 
-# What is put back first when the report is over its budget (gradverify.report.budget).
-FAILED, WARNED, PASSED, NOTES = range(4)
+# What is put back first when the report is over its budget (gradverify.report.budget): a
+# line per finding of the targets that failed, then their panels (rank + 1), then the same
+# for those that warned, then the others, then notes and reasons.
+FAILED, WARNED, PASSED, NOTES = 0, 2, 4, 6
 
 
 def render(report: Report, options: RenderOptions) -> str:
@@ -42,10 +44,13 @@ def render(report: Report, options: RenderOptions) -> str:
     def layout(cut: frozenset[Key]) -> list[Block]:
         return _layout(report, targets, options, Groups(shared.functions), cut)
 
+    def alone(cut: frozenset[Key]) -> list[Block]:
+        return _layout(report, targets, options, Groups(), cut)
+
     if options.verbose or options.max_lines is None:
         return "".join(block.text for block in layout(frozenset()))
     said = _SaidCut(targets, options)
-    return "".join(block.text for block in fitted(layout, options.max_lines, said))
+    return "".join(block.text for block in fitted(layout, options.max_lines, said, alone))
 
 
 def _targets(report: Report) -> list[Target]:
@@ -74,10 +79,15 @@ def _layout(
     ]
     expanded = False
     for target in targets:
-        key = ("target", target.name)
+        key, rank = ("target", target.name), _rank(target)
         shown = written(target, options, shared, key in cut)
         expanded = expanded or shown.expanded
-        blocks.append(Block(draw(shown.renderables), key, _rank(target)))
+        blocks.append(Block(draw(shown.renderables), key, rank + 1))
+        lesser = ("headline", target.name)  # a target cut short: a line per finding
+        if key in cut and lesser not in cut:
+            said = headlines(target, options, shared)
+            expanded = expanded or bool(said)
+            blocks.append(Block(draw(said), lesser, rank, within=key))
     if expanded:
         blocks.append(Block("\n"))
     if report.coverage is not None:
@@ -141,7 +151,7 @@ class _SaidCut:
     def __call__(self, cut: frozenset[Key]) -> str:
         names = [key[1] for key in cut if isinstance(key, tuple) and key[0] == "target"]
         findings = sum(self.findings.get(str(name), 0) for name in names)
-        notes = sum(1 for key in cut if isinstance(key, tuple) and key[0] != "target")
+        notes = sum(1 for key in cut if isinstance(key, tuple) and key[0] in ("note", "reason"))
         left = []
         if names:
             left.append(
