@@ -59,26 +59,9 @@ def package_work(
             continue
         outcome = inferred_by_target[item.target]
         if isinstance(outcome, Result):
-            needs = None if outcome.internal else failures.needs(item.target, outcome.message)
-            if needs is not None:  # a package this machine lacks: listed, not a failure
-                without.append(Uncovered(item.target, needs))
-                continue
-            refused = failures.refused(item.target, outcome.message)
-            if refused is not None:  # a legacy Function: its failure says why
-                failed.append(refused)
-                reason = refused.message.split(" (")[
-                    0
-                ]  # `torch refuses to run it: a legacy Function`
-                without.append(Uncovered(item.target, f"failed above: {reason}"))
-                continue
-            failed.append(outcome)
-            prefix = f"cannot load target '{item.target}': "
-            reason = (
-                "gradverify failed while inferring its inputs (an internal error, above)"
-                if outcome.internal
-                else f"not loaded (failed above): {outcome.message.removeprefix(prefix)}"
-            )
-            without.append(Uncovered(item.target, reason))
+            uncovered, failure = _not_inferred(item.target, outcome)
+            without.append(uncovered)
+            failed.extend([failure] if failure is not None else [])
             continue
         if isinstance(outcome, GradverifyError):
             without.append(Uncovered(item.target, _reason(outcome.render(), item.target)))
@@ -90,6 +73,22 @@ def package_work(
     ops = sum(1 for item in defined if item.definition.kind == "custom op")
     coverage = Coverage(tuple(with_specs), tuple(inferred), tuple(without), ops, require_specs)
     return PackageWork(entries, notes, coverage, failed)
+
+
+def _not_inferred(target: str, outcome: Result) -> tuple[Uncovered, Result | None]:
+    """A target that did not load, or that gradverify failed on: why, in the coverage, and
+    the failed result of the run, if it is one (a package this machine lacks is not)."""
+    if outcome.internal:
+        said = "gradverify failed while inferring its inputs (an internal error, above)"
+        return Uncovered(target, said), outcome
+    needs = failures.needs(target, outcome.message)
+    if needs is not None:
+        return Uncovered(target, needs), None
+    refused = failures.refused(target, outcome.message)
+    if refused is not None:  # `torch refuses to run it: a legacy Function`, then why
+        return Uncovered(target, f"failed above: {refused.message.split(' (')[0]}"), refused
+    said = outcome.message.removeprefix(f"cannot load target '{target}': ")
+    return Uncovered(target, f"not loaded (failed above): {said}"), outcome
 
 
 def _importable(item: DefinedTarget) -> bool:
