@@ -9,6 +9,7 @@ its status line and one line per finding pointing at that panel.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from gradverify.report.table import case_table
 from gradverify.results import BranchCoverage, Result, Status
 
 Cases = list[list[Result]]
+_ARGUMENT_WORDS = re.compile(r" of (?:argument|output) \d+(?: \([^)]*\))?")
 
 
 @dataclass
@@ -96,7 +98,8 @@ def headlines(target: Target, options: RenderOptions, shared: Groups) -> list[Re
             continue
         title = title_of(result)
         room = options.width - INDENT - len(title) - 2
-        cause = result.hint or result.message
+        # the title names the argument: `gradient is wrong at element [3]: ...`
+        cause = result.hint or _ARGUMENT_WORDS.sub("", result.message, count=1)
         words = one_line(cause, max(room - 4, 20))  # " ..." where cut
         line = Text.assemble((title, STYLES[result.status]), f": {words}")
         lines.append(Padding(line, (0, 0, 0, INDENT)))

@@ -149,18 +149,25 @@ class _SaidCut:
         self.budget = options.max_lines
 
     def __call__(self, cut: frozenset[Key]) -> str:
-        names = [key[1] for key in cut if isinstance(key, tuple) and key[0] == "target"]
-        findings = sum(self.findings.get(str(name), 0) for name in names)
-        notes = sum(1 for key in cut if isinstance(key, tuple) and key[0] in ("note", "reason"))
         left = []
-        if names:
-            left.append(
-                f"the details of {plural(len(names), 'Function')} ({plural(findings, 'finding')})"
-            )
+        for kind, how, where in (
+            ("target", "the panels of ", " (one line each above)"),
+            ("headline", "", " (status line only)"),
+        ):
+            names = [key[1] for key in cut if isinstance(key, tuple) and key[0] == kind]
+            names = [name for name in names if self.findings.get(str(name))]
+            if kind == "target":
+                bare = {key[1] for key in cut if isinstance(key, tuple) and key[0] == "headline"}
+                names = [name for name in names if name not in bare]
+            findings = sum(self.findings[str(name)] for name in names)
+            if names:
+                counted = f"{plural(findings, 'finding')} of {plural(len(names), 'Function')}"
+                left.append(f"{how}{counted}{where}")
+        notes = sum(1 for key in cut if isinstance(key, tuple) and key[0] in ("note", "reason"))
         if notes:
             left.append(plural(notes, "note"))
         said = Text(
-            f"... {' and '.join(left) or 'some lines'} left out to keep this report within "
+            f"... {', '.join(left) or 'some lines'} left out to keep this report within "
             f"{self.budget} lines; run with -v to see them all",
             style="bold yellow",
         )
