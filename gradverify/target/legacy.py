@@ -20,6 +20,9 @@ def legacy_refusal(function_class: Any) -> str | None:
         return None
     if hasattr(forward, "__wrapped__"):  # a decorator over the staticmethod (`custom_fwd`)
         return None
+    parameters = list(inspect.signature(forward).parameters)
+    if not parameters or parameters[0] != "self":  # `forward = Other.forward`: takes ctx
+        return None
     name = getattr(function_class, "__name__", "Function")
     return (
         f'{REFUSED}: a legacy Function (non-static forward; `{name}()(x)` raises "Legacy '
