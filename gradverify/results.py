@@ -115,6 +115,9 @@ class Result:
     # What --explore tried beyond the case's own draw (one finite_difference result of the
     # case carries it), if it explored.
     explored: Explored | None = None
+    # Why backward's disagreement with the derivative here is intended (gradverify.engine.intent):
+    # set on the pass a surrogate gets, e.g. "forward is piecewise constant in v (`v > 0`)".
+    surrogate: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -204,8 +204,8 @@ def test_a_config_error_is_one_clear_line_from_the_cli(tmp_path, monkeypatch):
     assert result.exit_code == ExitCode.USAGE, result.output
     assert result.stderr.strip() == (
         "error: pyproject.toml:2: tool.gradverify.mod: unknown key 'mod' (did you mean "
-        "'mode'?); valid keys: device, explore, extra_checks, format, jobs, mode, specs, timeout, "
-        "tolerance"
+        "'mode'?); valid keys: device, explore, extra_checks, format, jobs, mode, specs, "
+        "surrogates, timeout, tolerance"
     )
 
 
@@ -228,6 +228,17 @@ def test_config_fills_only_what_the_spec_leaves_out():
     assert (own.spec.mode, own.spec.timeout) == ("randomized", 3.0)
     # The spec's own tolerance keeps what it writes; the rest comes from the config.
     assert own.spec.tolerance == Tolerance(atol=1e-9, rtol=0.5)
+
+
+def test_a_surrogates_pattern_declares_a_convention_where_the_spec_says_nothing():
+    config = Config(Settings(surrogates=["pkg.lie.*"]))
+    silent = entry("target: pkg.lie.groups:Exp\ncases: [{name: c}]\n")
+    exact = entry("target: pkg.lie.groups:Log\ngradient: exact\ncases: [{name: c}]\n")
+    other = entry("target: pkg.nn:Exp\ncases: [{name: c}]\n")
+    [silent, exact, other] = with_defaults([silent, exact, other], config)
+    assert silent.spec.gradient == "surrogate"
+    assert exact.spec.gradient == "exact"  # the spec's own word wins
+    assert other.spec.gradient == "exact" and "gradient" not in other.spec.model_fields_set
 
 
 def test_without_config_entries_are_unchanged():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gradverify.engine.gauge import GaugeBases
+from gradverify.engine.intent import Intent
 from gradverify.engine.judging import Judge, JudgedCase
 from gradverify.engine.ordered import OrderNotes
 from gradverify.engine.random_forward import RandomForward
@@ -19,6 +20,7 @@ JudgeFactory = Callable[[JudgedCase], Judge]
 # turns into a warning is no failure to the next, and the note on a broken order goes on
 # whatever still fails.
 CASE_JUDGES: tuple[JudgeFactory, ...] = (
+    Intent,  # a disagreement with the derivative that intent explains
     RandomForward,  # a random forward whose backward is right on average
     StructuredInputs,  # a structured input perturbed off its structure
     GaugeBases,  # an output that is a basis of a subspace

@@ -97,6 +97,9 @@ class Caller:
     name: str
     where: str  # file:line of the call
     docstring: str
+    # How many Functions its body applies (`A.apply`, `B.apply`): its words speak of this
+    # one alone only where it applies no other.
+    applies: int = 1
 
 
 def callers(target: Target) -> list[Caller]:
@@ -121,8 +124,23 @@ def callers(target: Target) -> list[Caller]:
                 text = ast.get_docstring(enclosing) if enclosing is not None else None
                 if enclosing is not None and text:
                     key = (path.name, enclosing.name)
-                    found.setdefault(key, Caller(enclosing.name, where, text))
+                    applied = len(_applied_names(enclosing))
+                    found.setdefault(key, Caller(enclosing.name, where, text, applied))
     return list(found.values())
+
+
+def _applied_names(node: ast.AST) -> set[str]:
+    """The names of what `node`'s body calls `.apply` on (`SaturatingClamp`, `RoundSTE`)."""
+    return {
+        inner.func.value.attr
+        if isinstance(inner.func.value, ast.Attribute)
+        else inner.func.value.id
+        for inner in ast.walk(node)
+        if isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Attribute)
+        and inner.func.attr == "apply"
+        and isinstance(inner.func.value, ast.Name | ast.Attribute)
+    }
 
 
 def _innermost(

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.docstrings import docstrings, documented, surrogate_phrase
+from gradverify.inference.docstrings import docstrings, documented
 from gradverify.inference.quadratic import quadratic_forms
 from gradverify.inference.sparse import sparse_operands
 from gradverify.target.syntax import called_name, own_nodes, parsed_function
@@ -109,15 +109,6 @@ def rank_stated(reason: str) -> bool:
         or (part.startswith("annotated ") and "[" in part)
         for part in reason.split("; ")
     )
-
-
-def declared_surrogate(target: Target) -> str | None:
-    """The words by which the Function's docstrings declare backward a surrogate on purpose
-    (`straight-through estimator`), or None."""
-    if target.op is not None or not target.is_function:
-        return None
-    methods = (getattr(target.obj, name, None) for name in ("forward", "backward"))
-    return surrogate_phrase(docstrings(target.obj, *methods))
 
 
 def concrete_shape(contract: Contract, symbols: dict[str, int]) -> tuple[int, ...] | None:

@@ -9,8 +9,6 @@
 - a constant: `constant`, `fixed`, `buffer`, `frozen`, `receives no gradient`: a tensor
   that is not differentiated;
 - the structure its words ask for (`symmetric positive definite`, `lower-triangular`);
-- of the whole Function: a backward that is not the derivative on purpose
-  (`straight-through estimator`, `STE`, `surrogate gradient`): `gradient: surrogate`.
 
 Importing this module never imports torch.
 """
@@ -55,12 +53,6 @@ CONSTANT_WORDS = re.compile(
     re.I,
 )
 ODD = re.compile(r"\b([A-Za-z_]\w{0,11})\s+(?:is\s+|must\s+be\s+)?odd\b")
-# A backward that is not the derivative on purpose: the user declaring `gradient: surrogate`.
-SURROGATE_WORDS = re.compile(
-    r"straight[- ]through|\bSTE\b|surrogate[- ](gradient|derivative|backward)"
-    r"|gradient:\s*surrogate|(gradient|backward|derivative) is an? surrogate",
-    re.I,
-)
 
 
 @dataclass(frozen=True)
@@ -93,15 +85,6 @@ def documented(texts: Sequence[str], parameters: Sequence[str]) -> dict[str, Doc
             if name not in found and (said.dims is not None or said.structure or said.constant):
                 found[name] = said
     return found
-
-
-def surrogate_phrase(texts: Sequence[str]) -> str | None:
-    """The words by which a docstring declares backward a surrogate, or None."""
-    for text in texts:
-        said = SURROGATE_WORDS.search(text)
-        if said:
-            return said.group(0)
-    return None
 
 
 def _entries(text: str, parameters: Sequence[str]) -> Iterator[tuple[str, str]]:

@@ -15,6 +15,7 @@ Importing this module never imports torch; `infer` does.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
@@ -32,8 +33,8 @@ from gradverify.inference.choice import (
     in_domain,
     is_float_tensor,
 )
-from gradverify.inference.contract import declared_surrogate
 from gradverify.inference.emptied import Preference
+from gradverify.inference.intent import said
 from gradverify.inference.plans import choices_for, layouts_for, plans_of
 from gradverify.inference.precision import in_kernel_precision
 from gradverify.inference.probe import NO_TENSOR, probe
@@ -42,10 +43,14 @@ from gradverify.inference.reach import fitted
 from gradverify.inference.search import Search
 from gradverify.inference.shapes import each_rank
 from gradverify.inference.source import source_facts
-from gradverify.inference.surrogates import in_contract, straight_through, surrogate_in_code
+from gradverify.inference.surrogates import in_contract, passed_through, surrogate_in_code
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
+
+# An error that asks for values in a range, not for another shape.
+_RANGE_ERROR = re.compile(r">=\s*0\b.*<=\s*1\b|between 0 and 1|in \[0, ?1\]|probabilit", re.I)
+UNIT = (0.05, 0.95)  # values a probability takes, tried where forward asks for them
 
 __all__ = ["LITERAL", "NUMBER", "TENSOR", "Choice", "Inference", "infer"]
 
@@ -65,16 +70,24 @@ def _inferred(target: Target) -> Inference:
     if base.rejection is not None:  # a kernel that refuses float64 or CPU tensors?
         return in_kernel_precision(target, base, lambda: _inferred(target), _forward_runs)
     if not base.ran:  # the checks show what backward does wrong; the docstring's word holds
-        return replace(base, surrogate=declared_surrogate(target))
+        return replace(base, surrogate=said(target))
     extra = widened(target, base.choices)
-    # undeclared: a name that says so (RoundSTE), a natural gradient, a grad_output passed on
-    surrogate = surrogate_in_code(target) or straight_through(target, base.choices)
-    if surrogate:  # a grad_output handed on as it is: inputs shaped like the output
+    if passed_through(target):  # a grad_output handed on as it is: inputs shaped like the output
         extra = in_contract(target, extra)
+    # the words around it (RoundSTE, a natural gradient), a parameter only backward reads;
+    # what forward's construction says is judged where the checks run (engine.intent)
+    surrogate = surrogate_in_code(target)
+    if surrogate:
         return replace(base, extra=extra, surrogate=surrogate)
     # random numbers drawn in backward: a stochastic estimator, judged by a mean of runs
     drawn = random_backward(target, [base.choices, *(choices for _, choices in extra)])
     return replace(base, extra=extra, random_backward=drawn)
+
+
+def _refused_range(error: str | None) -> bool:
+    """Whether forward's error says its values must lie in a range (`p_in >= 0 && p_in <= 1`,
+    `between 0 and 1`): a probability, tried on (0, 1) before any guess at shapes."""
+    return error is not None and bool(_RANGE_ERROR.search(error))
 
 
 def _forward_runs(target: Target, choices: Sequence[Choice]) -> bool:
@@ -91,13 +104,13 @@ def _base(target: Target) -> Inference:
         lambda guess: search.settle(fitted(target, guess), plans), search.emptied
     )
     layouts = layouts_for(plans)
-    for low, high in ((-1.0, 1.0), POSITIVE):
+    for low, high in ((-1.0, 1.0), POSITIVE, UNIT):
         for layout in layouts:
             choices = fitted(target, in_domain(choices_for(plans, layout), low, high))
             found = preference.kept(search.settle(choices, plans))
             if found is not None:
                 return Inference(target.spec, tuple(found), target.variadic)
-        if not search.not_finite:
+        if not (search.not_finite or _refused_range(search.first_error)):
             break
     if search.forward_ran is None and source_facts(target).complex:
         # forward takes complex numbers apart (`z.imag`, `view_as_real`): perhaps only them

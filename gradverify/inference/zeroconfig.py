@@ -53,7 +53,9 @@ def inferred(target_spec: str) -> dict[str, Any]:
     from gradverify.target.loading import load_target
 
     entry, note = infer_entry(load_target(target_spec))
-    return {"spec": entry.spec.model_dump(mode="json"), "note": note}
+    # only the keys inference wrote: a key the spec leaves unsaid (`gradient:`) stays unsaid,
+    # for intent to decide where the checks run (gradverify.engine.intent)
+    return {"spec": entry.spec.model_dump(mode="json", exclude_unset=True), "note": note}
 
 
 def cached_entry(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from gradverify.errors import GradverifyError, UsageError
 from gradverify.inference.random_backward import random_backward_on
-from gradverify.inference.surrogates import passes_through_on, surrogate_comment, surrogate_in_code
+from gradverify.inference.surrogates import surrogate_comment, surrogate_in_code
 from gradverify.record.cases import (
     RecordedCase,
     Unwritable,
@@ -221,14 +221,14 @@ def _update(
 
 
 def gradient_lines(loaded: Target, cases: Sequence[RecordedCase]) -> list[str]:
-    """A new spec's `gradient:` lines, by inference's rules: `surrogate` where backward is
-    one on purpose (what the code says, or grad_output passed through to an input forward's
-    output does not move with, on the first recorded case's inputs); `approximate` with
+    """A new spec's `gradient:` lines, by inference's rules: `surrogate` where the code
+    says backward is one on purpose (what forward's construction says is judged where the
+    checks run, gradverify.engine.intent); `approximate` with
     `samples` and `max_error` where backward draws random numbers of its own (measured on
     the recorded cases); none for a Function that is neither."""
     if not cases:
         return []
-    said = surrogate_in_code(loaded) or passes_through_on(loaded, cases[0].inputs)
+    said = surrogate_in_code(loaded)
     if said:
         return [f"gradient: surrogate   # {surrogate_comment(said)}"]
     recorded = [case.inputs for case in cases if case.variant is None]

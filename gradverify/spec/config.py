@@ -6,6 +6,7 @@ this configuration, then gradverify's built-in default. Reading it never imports
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import sys
 from collections.abc import Sequence
@@ -43,6 +44,10 @@ class Settings(BaseModel):
     extra_checks: list[CheckId] | None = None  # besides the default ones, e.g. ["compile"]
     explore: int | None = Field(default=None, ge=0, le=10_000)  # further draws per case
     device: str | None = None  # of the tensor inputs whose spec names no device (cpu, cuda, cuda:N)
+    # Targets whose backward is a surrogate by the package's convention, as glob patterns of
+    # their dotted path ("pkg.lie.*", "pkg.spikes.Heaviside"): `gradient: surrogate` where
+    # their spec does not say `gradient:` itself.
+    surrogates: list[str] | None = None
 
     @field_validator("device")
     @classmethod
@@ -129,7 +134,8 @@ def load_config(start: Path | None = None, formats: Sequence[str] = ()) -> Confi
 
 def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntry]:
     """Entries with the configured tolerance, mode, timeout, explore and extra checks where their spec
-    sets none (a spec's `checks:` sets its checks).
+    sets none (a spec's `checks:` sets its checks), and `gradient: surrogate` where a
+    `surrogates` pattern matches a target whose spec does not say `gradient:`.
 
     A spec's own `tolerance` keeps every key it writes; the others come from the config.
     """
@@ -151,11 +157,27 @@ def with_defaults(entries: Sequence[SpecEntry], config: Config) -> list[SpecEntr
             update["explore"] = settings.explore
         if settings.extra_checks and not written & {"checks", "extra_checks"}:
             update["extra_checks"] = list(settings.extra_checks)
+        conventional = settings.surrogates and conventional_surrogate(
+            spec.target, settings.surrogates
+        )
+        if conventional and "gradient" not in written:
+            update["gradient"] = "surrogate"
         spec = spec.model_copy(update=update) if update else spec
         if settings.device is not None:
             spec = spec.by_default_on(settings.device)
         updated.append(replace(entry, spec=spec) if spec is not entry.spec else entry)
     return updated
+
+
+def conventional_surrogate(target: str | None, patterns: Sequence[str]) -> bool:
+    """Whether a `surrogates` pattern matches `target` (`pkg.mod:Fn` or `path/file.py:Fn`),
+    written as its dotted path (`pkg.mod.Fn`, `path.file.Fn`) or as it is."""
+    if not target:
+        return False
+    module, _, name = target.partition(":")
+    dotted = module.removesuffix(".py").replace("/", ".").replace("\\", ".")
+    forms = {target, f"{dotted}.{name}" if name else dotted}
+    return any(fnmatch.fnmatchcase(form, pattern) for form in forms for pattern in patterns)
 
 
 def with_extra_checks(entries: Sequence[SpecEntry], checks: Sequence[str]) -> list[SpecEntry]:

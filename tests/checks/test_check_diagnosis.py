@@ -238,6 +238,7 @@ def fd_failure(run_spec, only, name, inputs, case="case"):
     report = run_spec(
         f"""
         target: {HINTS}:{name}
+        gradient: exact
         checks: [finite_difference]
         cases: [{{name: {case}, inputs: {inputs}}}]
         """

@@ -55,6 +55,7 @@ def test_a_straight_through_estimator_in_exact_mode_fails_with_a_pointer(run_spe
     report = run_spec(
         """
         target: gradverify.examples.surrogates:StraightThroughSign
+        gradient: exact
         checks: [finite_difference]
         cases:
           - name: vector

@@ -13,9 +13,10 @@ import pytest
 import tests.functions.docstrings as docstring_functions
 from gradverify.inference.choice import Choice
 from gradverify.inference.dataflow import flow_of
-from gradverify.inference.docstrings import documented, surrogate_phrase
+from gradverify.inference.docstrings import documented
 from gradverify.inference.from_signature import infer
 from gradverify.inference.gathers import Gathered, gathered
+from gradverify.inference.intent import phrase
 from gradverify.inference.spec_text import spec_text
 from gradverify.results import Report, Status
 from gradverify.target.loading import load_target
@@ -80,9 +81,9 @@ def test_words_of_a_constant_and_an_odd_size_are_read() -> None:
 
 
 def test_a_surrogate_is_declared_by_its_words_not_by_surrogate_loss() -> None:
-    assert surrogate_phrase(["Round with a straight-through estimator."]) == "straight-through"
-    assert surrogate_phrase(["Uses an STE in backward."]) == "STE"
-    assert surrogate_phrase(["The scale of a surrogate loss."]) is None
+    assert phrase("Round with a straight-through estimator.") == "straight-through"
+    assert phrase("Uses an STE in backward.") == "STE"
+    assert phrase("The scale of a surrogate loss.") is None
 
 
 @pytest.mark.parametrize(
@@ -167,7 +168,7 @@ def test_a_declared_straight_through_estimator_is_checked_as_a_surrogate() -> No
     inference = infer(load_target(f"{FUNCTIONS}:StraightThroughSign"))
     report = zero_config("StraightThroughSign")
 
-    assert inference.surrogate == "straight-through"
+    assert inference.surrogate == "its docstring says 'straight-through'"
     assert "gradient: surrogate" in spec_text(inference)
     assert failed_checks(report) == set()
     assert "straight-through" in report.notes[0]

@@ -1,7 +1,8 @@
 """Zero-config on patterns met in real packages (tests/functions/package_patterns.py): an
-undeclared straight-through estimator is checked as `gradient: surrogate` (a pass-through
-that forgot a factor is still a bug; a user's spec keeps its verdict), a class name that
-says surrogate, and a guessed callable the user's code calls with two arguments."""
+undeclared straight-through estimator passes by its construction (a pass-through that forgot
+a factor is still a bug; a user's spec that writes `gradient: exact` keeps its verdict), a
+class name that says surrogate, and a guessed callable the user's code calls with two
+arguments."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from gradverify.inference.choice import TENSOR, Choice
 from gradverify.inference.from_signature import infer
 from gradverify.inference.probe import probe
 from gradverify.inference.spec_text import spec_text
-from gradverify.inference.surrogates import PASSES_THROUGH, passed_through
+from gradverify.inference.surrogates import passed_through
 from gradverify.inference.zeroconfig import infer_entry
 from gradverify.results import Report, Status
 from gradverify.run import session
@@ -30,17 +31,27 @@ def failed(report: Report) -> set[str]:
     return {result.check for result in report.results if result.status is Status.FAIL}
 
 
-def test_an_undeclared_straight_through_estimator_passes_as_a_surrogate() -> None:
-    for name in ("SnapToGrid", "OneHotOfMax", "TakeValueKeepGradient"):
-        report, note = zero_config(name)
+def surrogates(report: Report) -> set[str]:
+    """The evidence of each pass that intent made of a disagreement with the derivative."""
+    return {r.surrogate for r in report.results if r.surrogate is not None}
+
+
+def test_an_undeclared_straight_through_estimator_passes_by_its_construction() -> None:
+    built = {
+        "SnapToGrid": "piecewise constant in x",
+        "OneHotOfMax": "piecewise constant in scores",
+        "TakeValueKeepGradient": "does not depend on x",
+    }
+    for name, evidence in built.items():
+        report, _ = zero_config(name)
         assert not failed(report), name
-        assert "checked as a straight-through estimator" in note.lower()
-        assert infer(load_target(f"{FUNCTIONS}:{name}")).surrogate == PASSES_THROUGH
+        assert any(evidence in said for said in surrogates(report)), (name, surrogates(report))
+        assert infer(load_target(f"{FUNCTIONS}:{name}")).surrogate is None  # judged, not guessed
 
 
-def test_the_init_spec_of_a_straight_through_estimator_says_gradient_surrogate() -> None:
+def test_the_init_spec_of_a_straight_through_estimator_leaves_intent_to_the_checks() -> None:
     text = spec_text(infer(load_target(f"{FUNCTIONS}:SnapToGrid")))
-    assert "gradient: surrogate   # a straight-through estimator" in text
+    assert "gradient:" not in text
 
 
 def test_the_rerouted_gradient_reaches_only_the_input_it_is_passed_to() -> None:
@@ -54,21 +65,35 @@ def test_a_pass_through_whose_forward_moves_with_the_input_is_still_a_bug() -> N
     assert infer(load_target(f"{FUNCTIONS}:DoubleForgotten")).surrogate is None
 
 
-def test_a_users_spec_of_a_straight_through_estimator_keeps_its_verdict() -> None:
-    spec = FunctionSpec.model_validate(
-        {"target": f"{FUNCTIONS}:SnapToGrid", "cases": [{"name": "c", "inputs": [{"shape": [5]}]}]}
-    )
-    report = session.run(
-        [SpecEntry(spec=spec, file=None)], RunOptions(isolation=False, cache=False)
-    )
-    assert "finite_difference" in failed(report)
+def test_a_users_spec_that_writes_gradient_exact_keeps_its_verdict() -> None:
+    def run(**gradient: str) -> Report:
+        spec = FunctionSpec.model_validate(
+            {
+                "target": f"{FUNCTIONS}:SnapToGrid",
+                **gradient,
+                "cases": [{"name": "c", "inputs": [{"shape": [5]}]}],
+            }
+        )
+        return session.run(
+            [SpecEntry(spec=spec, file=None)], RunOptions(isolation=False, cache=False)
+        )
+
+    assert "finite_difference" in failed(run(gradient="exact"))
+    silent = run()  # a spec that says nothing of intent: forward's construction does
+    assert not failed(silent)
+    assert surrogates(silent)
 
 
 def test_a_class_name_that_says_surrogate_is_checked_as_one() -> None:
     report, note = zero_config("ScaledGradientReroute")
     assert not failed(report)
-    assert "Its name, ScaledGradientReroute, says backward is a surrogate" in note
-    assert "finite_difference" in failed(zero_config("ScaledGradient")[0])
+    assert "its name, ScaledGradientReroute, says so" in note
+
+
+def test_a_forward_that_returns_its_input_makes_any_backward_deliberate() -> None:
+    report, _ = zero_config("ScaledGradient")  # x.clone() forward, grad * 0.5 backward
+    assert not failed(report)
+    assert any("returns x unchanged" in said for said in surrogates(report))
 
 
 def test_a_guessed_callable_called_with_two_arguments_is_a_failed_guess() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from gradverify.checks.backward.dtype_by_design import cast_line, chosen_by_forward
 from gradverify.checks.backward.unreduced import summed_by_autograd
 from gradverify.checks.shared.backward_call import Gradients
 from gradverify.checks.shared.case import CaseContext, dtype_name
@@ -16,7 +17,11 @@ from gradverify.results import Result, Status
 
 
 def malformed(
-    context: CaseContext, check: str, grads: Gradients, arguments: Sequence[Any]
+    context: CaseContext,
+    check: str,
+    grads: Gradients,
+    arguments: Sequence[Any],
+    outputs: Sequence[Any] = (),
 ) -> list[Result]:
     problems: list[Result] = []
     for index, (argument, grad) in enumerate(zip(arguments, grads, strict=False)):
@@ -52,6 +57,8 @@ def malformed(
                 f"gradient of {describe} has shape {list(grad.shape)}, but the argument has shape {list(argument.shape)}",
                 _shape_hint(grad.shape, argument.shape, context.target.argument_name(index)),
             )
+        elif grad.dtype != argument.dtype and chosen_by_forward(grad, outputs):
+            problems.append(_forward_made_dtype(context, check, index, grad, argument))
         elif grad.dtype != argument.dtype:
             fail(
                 f"gradient of {describe} is {dtype_name(grad.dtype)}, but the argument is {dtype_name(argument.dtype)}",
@@ -137,6 +144,27 @@ def _dropped_dims(got: torch.Size, expected: torch.Size) -> list[int]:
         else:
             dropped.append(dim)
     return dropped if position == len(got) else []
+
+
+def _forward_made_dtype(
+    context: CaseContext, check: str, index: int, grad: torch.Tensor, argument: torch.Tensor
+) -> Result:
+    """A warning: the gradient's dtype is the one forward gave its exact outputs."""
+    made = dtype_name(grad.dtype)
+    line = cast_line(context.target)
+    where = f" (made at {line})" if line else ""
+    return context.result(
+        check,
+        Status.WARN,
+        f"gradient of {context.describe_argument(index)} is {made}, as forward's outputs are"
+        f"{where}, but the argument is {dtype_name(argument.dtype)}",
+        input_index=index,
+        hint=(
+            f"forward returns exact values in {made} by design, so grad_output and the gradient "
+            f"come in {made}; autograd casts the gradient to {dtype_name(argument.dtype)}. "
+            "Nothing is lost unless backward's own arithmetic needs more precision"
+        ),
+    )
 
 
 def _dtype_hint(grad: torch.dtype, argument: torch.dtype) -> str:
