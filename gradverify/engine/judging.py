@@ -1,14 +1,14 @@
 """The one interface of the judges that re-decide a finding: a second opinion on a case.
 
 A check's verdict is about the case as the check sees it. A judge knows something the check
-does not, and may re-decide a finding with it: that forward is random and backward right on
-average (random_forward), that an input has a structure the check perturbed it off
-(structured), that an output is a basis of a subspace (gauge), that the case breaks an order
-the code states (ordered, which notes it on each failure). Each is built once per case from
-a `JudgedCase` and sees each check's results before they are folded into the earlier ones;
-gradverify.engine.case_judges holds them in their one ordered registry. Judges over a whole
-run's cases (a case against its structured twin) are in gradverify.engine.run_judges.
-Nothing above the engine re-decides a finding.
+does not, and may re-decide a finding with it: that intent makes backward a surrogate
+(intent), that forward is random and backward right on average (random_forward), that an
+input has a structure the check perturbed it off (structured), that an output is a basis of
+a subspace (gauge), that the case breaks an order the code states (ordered, which notes it on
+each failure). Each is built once per case from a `JudgedCase` and sees each check's results
+before they are folded into the earlier ones; gradverify.engine.case_judges holds them in
+their one ordered registry. Judges over a whole run's cases (a case against its structured
+twin) are in gradverify.engine.run_judges. Nothing above the engine re-decides a finding.
 """
 
 from __future__ import annotations
