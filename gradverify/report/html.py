@@ -3,8 +3,10 @@
 A summary first, then a table of contents that jumps to each case with findings (failures
 first, each marked) and to the passing cases; then one section per failure and per warning
 under its case, with the evidence and, for a 1-D or 2-D argument, the mismatch map as a
-grid of coloured cells; the passing cases last, one line each. Inline CSS only: no script, no font, no image, no
-link to fetch, so the file reads the same when opened from a CI run's artifacts offline.
+grid of coloured cells; the passing cases last, one line each. The first case of a Function
+that passed a check as a surrogate says what that covered, once. Inline CSS only: no
+script, no font, no image, no link to fetch, so the file reads the same when opened from a
+CI run's artifacts offline.
 Every piece of text that comes from the user's code or specs is escaped. The markup is
 also well-formed XML (void elements closed), which keeps it checkable by any parser.
 """
@@ -18,6 +20,7 @@ from itertools import groupby
 
 from gradverify.report.evidence import argument, evidence, relative_path
 from gradverify.report.options import RenderOptions
+from gradverify.report.surrogates import covered
 from gradverify.results import Report, Result, Status, finding_key
 
 FINDINGS = (Status.FAIL, Status.WARN)
@@ -75,14 +78,17 @@ def render(report: Report, options: RenderOptions) -> str:
     cases: list[str] = []
     contents: list[tuple[Status, str]] = []
     passing: list[str] = []
+    said: set[tuple[str, str]] = set()  # (target, what a surrogate's pass covered)
     for (target, case), group in groupby(report.results, key=lambda r: (r.target, r.case)):
         results = list(group)
+        surrogates = [s for s in covered(results) if (target, s) not in said]
+        said.update((target, s) for s in surrogates)
         if any(result.status in FINDINGS for result in results):
             anchor = f"case-{len(cases) + 1}"
-            cases.append(_case(target, case, results, anchor))
+            cases.append(_case(target, case, results, anchor, surrogates))
             contents.append(_contents_line(target, case, results, anchor))
         else:
-            passing.append(_passing_line(target, case, results))
+            passing.append(_passing_line(target, case, results, surrogates))
     listed = bool(passing) and not options.quiet
     verdict = "FAILED" if not report.passed else "PASSED" if report.checked else "NOTHING CHECKED"
     css = verdict.split()[0].lower()  # passed, failed, nothing
@@ -149,7 +155,9 @@ def _contents(lines: Sequence[tuple[Status, str]], passing: int) -> list[str]:
     return ['<nav class="contents">', "<h2>Contents</h2>", "<ol>", *ordered, "</ol>", "</nav>"]
 
 
-def _case(target: str, case: str, results: Sequence[Result], anchor: str) -> str:
+def _case(
+    target: str, case: str, results: Sequence[Result], anchor: str, surrogates: Sequence[str]
+) -> str:
     """A case with findings: its heading, one section per finding, the other checks named."""
     location = _location(results[0])
     parts = [
@@ -159,6 +167,7 @@ def _case(target: str, case: str, results: Sequence[Result], anchor: str) -> str
         + ' <a class="top" href="#top">contents</a>'
         + "</h2>",
         f'<p class="counts">{escape(_counts(results))}</p>',
+        *(f'<p class="muted">surrogate: {escape(said)}</p>' for said in surrogates),
     ]
     shown: dict[tuple[object, ...], str] = {}
     for result in results:
@@ -257,12 +266,17 @@ def _cell(row: int, column: int, cell: str, two_d: bool) -> str:
     return f'<td class="{state}" data-element="{element}" title="{element} {state}"></td>'
 
 
-def _passing_line(target: str, case: str, results: Sequence[Result]) -> str:
+def _passing_line(
+    target: str, case: str, results: Sequence[Result], surrogates: Sequence[str]
+) -> str:
     seconds = sum(result.seconds for result in results)
     cached = " (cached)" if results and all(result.cached for result in results) else ""
+    said = "".join(
+        f'<br /><span class="muted">surrogate: {escape(line)}</span>' for line in surrogates
+    )
     return (
         f"<li><code>{escape(target)}</code> case <code>{escape(case)}</code>: "
-        f"{escape(_counts(results))}, {seconds:.2f} s{cached}</li>"
+        f"{escape(_counts(results))}, {seconds:.2f} s{cached}{said}</li>"
     )
 
 

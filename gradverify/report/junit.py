@@ -7,7 +7,8 @@ a skip is `<skipped>`; a warning passes, with the warning in `<system-out>`. gra
 own failure on a case (an internal error) is an `<error>`, as pytest writes its own.
 A check that does not apply to the Function (no jvp rule, no `reference:` key) is not a
 test, and CI would show a `<skipped>` one as skipped: it has no `<testcase>`, and the
-suite's `not_applicable` property counts it.
+suite's `not_applicable` property counts it. A check passed as a surrogate is said once per
+argument in the suite's `surrogate` properties (`v — forward is piecewise constant in v ...`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Iterator
 
 from gradverify.report.evidence import argument, explanation, relative_path
 from gradverify.report.options import RenderOptions
+from gradverify.report.surrogates import covered
 from gradverify.results import Report, Result, Status
 
 # Characters XML 1.0 cannot carry at all, not even escaped (ANSI escapes, NUL...).
@@ -67,6 +69,8 @@ def _suite(target: str, all_results: list[Result]) -> ET.Element:
     properties = ET.SubElement(suite, "properties")
     not_applicable = str(len(all_results) - len(results))
     ET.SubElement(properties, "property", name="not_applicable", value=not_applicable)
+    for said in covered(results):
+        ET.SubElement(properties, "property", name="surrogate", value=_xml(said))
     for result, name in zip(results, _unique(_name(result) for result in results), strict=True):
         suite.append(_testcase(result, name))
     return suite

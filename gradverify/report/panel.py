@@ -19,9 +19,15 @@ from gradverify.results import Result, Status
 SHOWN_CASES = 5  # case names listed for the cases that repeat a finding
 
 
-def failure_panel(result: Result, more: Sequence[str] = (), functions: Sequence[str] = ()) -> Panel:
+def failure_panel(
+    result: Result,
+    more: Sequence[str] = (),
+    functions: Sequence[str] = (),
+    convention: str | None = None,
+) -> Panel:
     """A finding's panel; `more`: the later cases of its target that repeat it;
-    `functions`: the other Functions with the same finding (each points here)."""
+    `functions`: the other Functions with the same finding (each points here);
+    `convention`: the config line that declares a surrogate for them all."""
     rows = Table.grid(padding=(0, 2))
     rows.add_column(style="bold", no_wrap=True)
     rows.add_column(overflow="fold")
@@ -31,6 +37,8 @@ def failure_panel(result: Result, more: Sequence[str] = (), functions: Sequence[
         rows.add_row("also in", Text(f"{more_cases(len(more))}: {named(more, SHOWN_CASES)}"))
     if functions:
         rows.add_row("same in", Text(_functions(result.target, functions)))
+    if convention is not None:
+        rows.add_row("note", Text(convention))
     parts: list[RenderableType] = [Text(result.message), Text(""), rows]
     parts.append(MismatchMap(result))  # draws nothing where the map does not fit
     if result.details:

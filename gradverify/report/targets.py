@@ -3,8 +3,10 @@
 In full: a line per case (one for the inferred cases of a zero-config target that passed),
 a panel per finding the target shows first, one line for the cases that only repeat
 findings shown above, and backward's branches. Cut (a report over its line budget): one
-status line for the whole target, and where it fits a line per finding (`headlines`). A target whose every finding another Function shows is
-its status line and one line per finding pointing at that panel.
+status line for the whole target, and where it fits a line per finding (`headlines`). A
+target whose every finding another Function shows is its status line and one line per
+finding pointing at that panel. Under its first line, a target that passed a check as a
+surrogate says once what that covered (`surrogate: v — forward is piecewise constant ...`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from gradverify.report.options import RenderOptions
 from gradverify.report.panel import SHOWN_CASES, failure_panel, more_cases, title_of
 from gradverify.report.reasons import one_line
 from gradverify.report.repeats import Repeats, finding_key, repeats, shared_key
+from gradverify.report.surrogates import covered, undeclared
 from gradverify.report.table import case_table
 from gradverify.results import BranchCoverage, Result, Status
 
@@ -65,10 +68,11 @@ class Written:
 
 def written(target: Target, options: RenderOptions, shared: Groups, cut: bool) -> Written:
     """The target in full, or (`cut`) its status line only."""
+    results = [result for case in target.cases for result in case]
     if _one_line(target, options):
         assert target.inferred is not None
-        return Written([_inferred_line(target, target.inferred, options.width)], False)
-    results = [result for case in target.cases for result in case]
+        line = _inferred_line(target, target.inferred, options.width)
+        return Written([line, *([] if cut else _surrogates(results, options))], False)
     if cut:
         shown = options.quiet is False or any(r.failed for r in results)
         return Written([_target_line(target, options.width)] if shown else [], False)
@@ -103,6 +107,9 @@ def headlines(target: Target, options: RenderOptions, shared: Groups) -> list[Re
         words = one_line(cause, max(room - 4, 20))  # " ..." where cut
         line = Text.assemble((title, STYLES[result.status]), f": {words}")
         lines.append(Padding(line, (0, 0, 0, INDENT)))
+        convention = shared.convention(result)
+        if convention is not None:
+            lines.append(Padding(Text(convention, style="dim"), (0, 0, 0, 2 * INDENT)))
     return lines
 
 
@@ -122,6 +129,8 @@ def _in_full(target: Target, options: RenderOptions, shared: Groups) -> Written:
             printed = _case(results, options, _shower(folded, shared, options))
             shown.extend(printed)
             expanded = expanded or len(printed) > 1 or options.verbose
+    if shown and not options.verbose:
+        shown[1:1] = _surrogates([r for case in target.cases for r in case], options)
     repeating = [target.cases[position] for position in folded.repeating]
     failing = any(result.failed for case in repeating for result in case)
     if repeating and (failing or not options.quiet):  # -q: warnings are not shown
@@ -146,6 +155,9 @@ def _shower(
             return _pointer(result, owner, options.width)
         shared.show(result)
         others = shared.others(result) if not options.verbose else []
+        if others and shared.conventional(result):  # one line for all, said once
+            convention = shared.convention(result)
+            return failure_panel(undeclared(result), folded.more(result), others, convention)
         return failure_panel(result, folded.more(result), others)
 
     return shown
@@ -156,6 +168,7 @@ def _pointing(
 ) -> Written:
     """A target whose findings other Functions show: its line, and a pointer per finding."""
     lines: list[RenderableType] = [_target_line(target, options.width)]
+    lines += _surrogates([r for case in target.cases for r in case], options)
     said: set[object] = set()
     for result in visible:
         key = shared_key(result)
@@ -238,6 +251,17 @@ def _inferred_label(case: dict[str, Any]) -> str:
         if isinstance(item, dict) and item.get("shape") is not None
     ]
     return ", ".join(shapes) or "no tensors"
+
+
+def _surrogates(results: Sequence[Result], options: RenderOptions) -> list[RenderableType]:
+    """`surrogate: v — forward is piecewise constant in v (`v > 0`)`, once per argument and
+    evidence: what a pass as a surrogate covered (-q: nothing; -v: each check's message)."""
+    if options.quiet or options.verbose:
+        return []
+    return [
+        Padding(Text.assemble(("surrogate", STYLES[Status.PASS]), f": {said}"), (0, 0, 0, INDENT))
+        for said in covered(results)
+    ]
 
 
 # Status lines.

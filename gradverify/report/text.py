@@ -4,8 +4,10 @@ Default: a case that passed is one line (target, case, counts, time); a case wit
 is that line, then a panel per finding the target has not shown yet and one line per skip
 that leaves a gap (a case without findings counts its skips on its one line). A finding
 shown once names the other cases (`also in`) and the other Functions (`same in`) where it
-recurs (gradverify.report.repeats, gradverify.report.groups). Checks that do not apply to the
-Function (`applies=False`) are only counted. The report keeps within `max_lines`
+recurs (gradverify.report.repeats, gradverify.report.groups). A Function whose backward
+passed as a surrogate says once, under its first line, what that pass covered
+(gradverify.report.surrogates). Checks that do not apply to the Function (`applies=False`)
+are only counted. The report keeps within `max_lines`
 (gradverify.report.budget). `quiet` keeps the failures and the summary; `verbose` shows every
 check of every case as a table, and everything else, whatever its length.
 """
@@ -42,7 +44,7 @@ def render(report: Report, options: RenderOptions) -> str:
     shared = groups(report.results) if not options.verbose else Groups()
 
     def layout(cut: frozenset[Key]) -> list[Block]:
-        return _layout(report, targets, options, Groups(shared.functions), cut)
+        return _layout(report, targets, options, shared.fresh(), cut)
 
     def alone(cut: frozenset[Key]) -> list[Block]:
         return _layout(report, targets, options, Groups(), cut)
