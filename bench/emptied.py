@@ -1,4 +1,4 @@
-"""What watching for slices that come out empty costs inference (gradverify.inference.emptied).
+"""What watching for slices that come out empty costs inference (gradverify.inference.search.emptied).
 
 Usage: python bench/emptied.py [--repeat 7]
 
@@ -41,7 +41,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     options = parser.parse_args()
-    from gradverify.inference import cases, from_signature, probe, scalars, search
+    from gradverify.inference import cases, from_signature
+    from gradverify.inference.rules import scalars
+    from gradverify.inference.search import guesses as search
+    from gradverify.inference.search import probe
     from gradverify.target.loading import load_target
 
     probes = [0]

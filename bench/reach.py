@@ -1,4 +1,4 @@
-"""What issue 23's inference rules cost (gradverify.inference.reach: both sides of a
+"""What issue 23's inference rules cost (gradverify.inference.search.reach: both sides of a
 comparison, paired and repeating indices, ranks 1-4, N != M, defaults as 0-d tensors).
 
 Usage: python bench/reach.py [--repeat 7]
@@ -27,8 +27,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     options = parser.parse_args()
-    from gradverify.inference import cases, from_signature, probe, reach, scalars, search, shapes
+    from gradverify.inference import cases, from_signature
     from gradverify.inference.choice import fit_indices
+    from gradverify.inference.rules import scalars, shapes
+    from gradverify.inference.search import guesses as search
+    from gradverify.inference.search import probe, reach
     from gradverify.target.loading import load_target
 
     probes = [0]

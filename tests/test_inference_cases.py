@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
 from gradverify.inference.from_signature import Inference, infer
-from gradverify.inference.source import branch_points
+from gradverify.inference.reading.source import branch_points
 from gradverify.inference.zeroconfig import InferenceError, infer_entry
 from gradverify.results import Report, Status
 from gradverify.run import session

@@ -153,7 +153,7 @@ def test_an_internal_error_while_inferring_one_target(monkeypatch, in_repo):
 def test_a_degenerate_range_is_a_failed_guess_not_a_crash(in_repo):
     """An index tensor with no float tensor to fit its range to: [0, 0] is no range."""
     from gradverify.inference.choice import TENSOR, Choice
-    from gradverify.inference.probe import probe
+    from gradverify.inference.search.probe import probe
     from gradverify.target.loading import load_target
 
     target = load_target("tests.functions.run_errors:OneHotRows")

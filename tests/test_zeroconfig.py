@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 
 from gradverify.cli import app
 from gradverify.exitcodes import ExitCode
-from gradverify.inference import search, zeroconfig
+from gradverify.inference import zeroconfig
 from gradverify.inference.choice import NUMBER, TENSOR, Choice
 from gradverify.inference.from_signature import infer
+from gradverify.inference.search import guesses as search
 from gradverify.inference.spec_text import file_name
 from gradverify.inference.zeroconfig import InferenceError, infer_entry
 from gradverify.results import Report, Status

@@ -2,7 +2,7 @@
 contract, not a bug: where zero-config checked a case with a `structure:` (symmetric, SPD,
 ...) and its twin drawn plain, a failure of the plain twin whose structured case passes
 becomes a warning that names the structure (check by check and argument by argument: a
-check the structured case fails too stays a failure) (gradverify.inference.structure makes the twin).
+check the structured case fails too stays a failure) (gradverify.inference.rules.structure makes the twin).
 A user's own spec is never judged so: its cases say what the Function expects.
 """
 

@@ -2,7 +2,7 @@
 
 A value check (finite_difference, gradcheck, gradgradcheck, jvp, func) failing on an
 argument is a bug unless intent says backward is not meant to be the derivative there
-(gradverify.inference.intent: the spec, [tool.gradverify] surrogates, the words around the
+(gradverify.inference.reading.intent: the spec, [tool.gradverify] surrogates, the words around the
 Function, then forward's construction, argument by argument). A spec that writes
 `gradient:` has said it, and its verdicts stand; so do those of a config pattern or of
 zero-config's reading of the words, which arrive here as that same key. Otherwise, with
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from gradverify.engine.judging import JudgedCase
-from gradverify.inference.intent import constructed, declaration, said
+from gradverify.inference.reading.intent import constructed, declaration, said
 from gradverify.inputs import differentiable_indices
 from gradverify.results import Result, Status
 

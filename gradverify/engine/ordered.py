@@ -1,5 +1,5 @@
 """A failure on a case that breaks an order the Function's code states (`lo < hi`, as its
-docstring says; gradverify.inference.order) says so: a spec's case is the user's word and
+docstring says; gradverify.inference.rules.order) says so: a spec's case is the user's word and
 is judged as it is, but one drawn outside the Function's contract (lo from [2, 3] above hi
 from [0.5, 0.6], as an earlier `record` could add) more likely shows the case wrong than
 backward. Inference and `record` no longer write such a case; a spec written before keeps it.
@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from gradverify.engine.judging import JudgedCase
-from gradverify.inference.order import Order, read_orders
+from gradverify.inference.rules.order import Order, read_orders
 from gradverify.results import Result, Status
 from gradverify.spec.models import Case, LiteralInput, TensorInput
 from gradverify.target.loaded import Target

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-# torch's and users' words for a dtype; `cuda` is not one (gradverify.inference.precision).
+# torch's and users' words for a dtype; `cuda` is not one (gradverify.inference.search.precision).
 _DTYPE = re.compile(
     r"\b(?:dtype|scalar type|float64|float32|float16|bfloat16|double|half|complex(?:64|128)?|"
     r"int64|long)\b|not implemented for '",

@@ -3,7 +3,7 @@ past the numbers forward and backward compare with, other ranks, every value of 
 argument, a broadcast second tensor, a second value for a default (1.0 for a factor, 0.0
 for an offset, any other number a backward may hard-code), complex inputs.
 
-Each candidate is probed once (gradverify.inference.probe) and kept only
+Each candidate is probed once (gradverify.inference.search.probe) and kept only
 where forward accepts it and gives a finite output, so that a case outside forward's
 domain is dropped here, never reported as a finding. A broadcast case is kept whenever
 forward accepts it: a backward that cannot reduce a broadcast gradient is a bug the checks
@@ -20,7 +20,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.called import merged, target_points
 from gradverify.inference.choice import (
     LITERAL,
     NUMBER,
@@ -30,12 +29,13 @@ from gradverify.inference.choice import (
     is_float_tensor,
     with_choice,
 )
-from gradverify.inference.contract import rank_stated
-from gradverify.inference.order import kept as keeps_order
-from gradverify.inference.probe import probe
-from gradverify.inference.reach import fitted, reaching, relabeled
-from gradverify.inference.source import BranchPoints, branch_points, is_mask, source_facts
-from gradverify.inference.structure import unstructured
+from gradverify.inference.reading.called import merged, target_points
+from gradverify.inference.reading.parameters import rank_stated
+from gradverify.inference.reading.source import BranchPoints, branch_points, is_mask, source_facts
+from gradverify.inference.rules.order import kept as keeps_order
+from gradverify.inference.rules.structure import unstructured
+from gradverify.inference.search.probe import probe
+from gradverify.inference.search.reach import fitted, reaching, relabeled
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -101,7 +101,7 @@ def widened(target: Target, base: Sequence[Choice]) -> tuple[Case, ...]:
         if outcome.stage == "forward" or outcome.random or outcome.misfit:
             return  # outside forward's domain or contract, or forward is random there
         if outcome.emptied is not None and not base_emptied():
-            return  # a slice comes out empty here, not on the base case (inference/emptied.py)
+            return  # a slice comes out empty here, not on the base case (inference/search/emptied.py)
         if candidate.bounded and outcome.scale > WIDE_SCALE:
             return  # finite differences there would measure float64 rounding
         misfits = set(outcome.wrong_shape)
@@ -155,7 +155,7 @@ def candidates(target: Target, base: Sequence[Choice]) -> Iterator[Candidate]:
         yield Candidate(label, choices)
     yield from _defaults(base)
     yield from _wide(target, base, points)
-    for extra in reaching(target, base):  # gradverify.inference.reach
+    for extra in reaching(target, base):  # gradverify.inference.search.reach
         yield Candidate(extra.label, extra.choices, lenient=extra.lenient)
     yield from _ranks_and_dims(base)
     yield from _batched(base)

@@ -41,7 +41,7 @@ class Choice:
     low: float = -1.0
     high: float = 1.0
     optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
-    device: str = "cpu"  # another where forward refuses CPU tensors (inference/precision.py)
+    device: str = "cpu"  # another where forward refuses CPU tensors (inference/search/precision.py)
     structure: str | None = None  # the spec's `structure:` (spd, symmetric, lower, ...)
 
     @property
@@ -112,7 +112,7 @@ class Inference:
         """Why inference gave up, as plain text (None: it did not)."""
         if self.rejection is None:
             return None
-        if self.rejection.startswith("needs CUDA"):  # inference/precision.py: it says it all
+        if self.rejection.startswith("needs CUDA"):  # inference/search/precision.py: it says it all
             return self.rejection
         needed = needed_package(self.rejection, self.target)
         if needed is not None:  # forward imports a package this machine lacks

@@ -1,4 +1,4 @@
-"""One more case a rule proposes (gradverify.inference.branches, indices, shapes, scalars),
+"""One more case a rule proposes (gradverify.inference.rules.branches, indices, shapes, scalars),
 before gradverify.inference.cases probes it as a `Candidate`.
 
 Importing this module never imports torch.

@@ -3,8 +3,8 @@ zero-config `check`, its suggested spec, and `init` (gradverify.inference.spec_t
 spec's text).
 
 Each parameter gets a kind from what costs nothing first (a default, an annotation, a
-conventional name: gradverify.inference.plans), then from probes: one forward and one
-backward on tiny float64 inputs (gradverify.inference.search). Candidates are tried in
+conventional name: gradverify.inference.rules.plans), then from probes: one forward and one
+backward on tiny float64 inputs (gradverify.inference.search.guesses). Candidates are tried in
 order (a tensor of the first argument's shape, a 0-d tensor, a number, Linear-like shapes)
 and the first assignment with which forward and backward run and every gradient is
 well-formed is kept. A parameter whose gradient backward leaves None, and which forward
@@ -33,16 +33,16 @@ from gradverify.inference.choice import (
     in_domain,
     is_float_tensor,
 )
-from gradverify.inference.emptied import Preference
-from gradverify.inference.intent import said
-from gradverify.inference.plans import choices_for, layouts_for, plans_of
-from gradverify.inference.precision import in_kernel_precision
-from gradverify.inference.probe import NO_TENSOR, probe
 from gradverify.inference.random_backward import random_backward
-from gradverify.inference.reach import fitted
-from gradverify.inference.search import Search
-from gradverify.inference.shapes import each_rank
-from gradverify.inference.source import source_facts
+from gradverify.inference.reading.intent import said
+from gradverify.inference.reading.source import source_facts
+from gradverify.inference.rules.plans import choices_for, layouts_for, plans_of
+from gradverify.inference.rules.shapes import each_rank
+from gradverify.inference.search.emptied import Preference
+from gradverify.inference.search.guesses import Search
+from gradverify.inference.search.precision import in_kernel_precision
+from gradverify.inference.search.probe import NO_TENSOR, probe
+from gradverify.inference.search.reach import fitted
 from gradverify.inference.surrogates import in_contract, passed_through, surrogate_in_code
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _forward_runs(target: Target, choices: Sequence[Choice]) -> bool:
 
 def _base(target: Target) -> Inference:
     """The first assignment with which forward and backward run well, and no slice comes
-    out empty where one is found (gradverify.inference.emptied)."""
+    out empty where one is found (gradverify.inference.search.emptied)."""
     plans = plans_of(target)
     search = Search(target)
     # a guess on which a slice came out empty is kept only where nothing better is found

@@ -189,7 +189,7 @@ def _forward(
     and the float tensor arguments that require grad."""
     import torch
 
-    from gradverify.inference.precision import cast
+    from gradverify.inference.search.precision import cast
     from gradverify.inputs import build_inputs
     from gradverify.numerics.jacobian import differentiable_outputs
     from gradverify.spec.models import Case

@@ -18,7 +18,7 @@ from gradverify.inference.choice import (
     case_name,
     kind_of,
 )
-from gradverify.inference.structure import is_plain_twin
+from gradverify.inference.rules.structure import is_plain_twin
 from gradverify.inference.surrogates import surrogate_comment
 from gradverify.spec.targets import parse_target
 

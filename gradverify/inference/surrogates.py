@@ -1,5 +1,5 @@
 """A surrogate backward the code declares, for inferred inputs: the words around the
-Function (gradverify.inference.intent.said), or a parameter only backward reads, which can
+Function (gradverify.inference.reading.intent.said), or a parameter only backward reads, which can
 only steer the gradient on purpose. Inference checks such a Function as `gradient:
 surrogate`, the declaration its author left out. What forward's construction says, argument
 by argument, is judged where the checks run (gradverify.engine.intent); a backward that
@@ -17,7 +17,7 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gradverify.inference.intent import built_as_surrogate, ignored_by_forward, said
+from gradverify.inference.reading.intent import built_as_surrogate, ignored_by_forward, said
 from gradverify.target.syntax import own_nodes, parsed_function
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def steering(target: Target) -> str | None:
     free of grad_output (`regularization * (M - R)`). Either way it can only steer the
     gradient on purpose (pyro's moving average of the input, a gradient-reversal layer's
     scale, roma's Procrustes regularization); else None."""
-    from gradverify.inference.dataflow import target_flow
+    from gradverify.inference.reading.dataflow import target_flow
 
     if target.op is not None or not target.is_function:
         return None
@@ -172,7 +172,7 @@ def in_contract(target: Target, cases: Sequence[Case]) -> tuple[Case, ...]:
     its contract is inputs shaped like the output (x1 [3, 5] beside out [5] is a guess outside
     it). Where forward is smooth in the input (`x + bias`), a gradient left unreduced is a
     bug, and its cases stay."""
-    from gradverify.inference.probe import probe
+    from gradverify.inference.search.probe import probe
 
     positions = {i for i in passed_through(target) if built_as_surrogate(target, i)}
     if not positions:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.cases import DIM_NAMES, widened
 from gradverify.inference.choice import LITERAL, TENSOR, Choice, is_float_tensor, with_choice
-from gradverify.inference.probe import probe
+from gradverify.inference.search.probe import probe
 from gradverify.record.cases import RecordedCase, argument_label
 from gradverify.record.readable import readable
 from gradverify.spec.models import FLOATING_DTYPES

@@ -5,9 +5,9 @@ buggy Function whose bug only that rule reaches, and its correct twin
 
 from __future__ import annotations
 
-from gradverify.inference.branches import compared_groups
-from gradverify.inference.dataflow import flow_of
 from gradverify.inference.from_signature import Inference, infer
+from gradverify.inference.reading.dataflow import flow_of
+from gradverify.inference.rules.branches import compared_groups
 from gradverify.results import Report
 from gradverify.target.loading import load_target
 from tests.functions import branches, inference

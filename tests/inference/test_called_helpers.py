@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from gradverify.inference.branches import compared_groups, target_helpers
-from gradverify.inference.called import called_helpers, helper_points
-from gradverify.inference.dataflow import target_flow
-from gradverify.inference.source import branch_points
+from gradverify.inference.reading.called import called_helpers, helper_points
+from gradverify.inference.reading.dataflow import target_flow
+from gradverify.inference.reading.source import branch_points
+from gradverify.inference.rules.branches import compared_groups, target_helpers
 from gradverify.results import Report, Status
 from gradverify.target.loading import load_target
 from tests.functions import called_helpers as functions
@@ -101,7 +101,7 @@ def test_zero_config_reaches_both_sides_of_a_comparison_only_a_helper_holds() ->
 READ_NOT_IMPORTED = """
 import sys
 from gradverify.examples.triton_kernels import TritonSiLUDroppedTerm as f
-from gradverify.inference.called import helper_points
+from gradverify.inference.reading.called import helper_points
 print(helper_points(f.forward, f.backward, ('x',)).magnitudes)
 print("triton" in sys.modules, "gradverify.examples.triton_kernels.silu" in sys.modules)
 """

@@ -12,11 +12,11 @@ import pytest
 
 import tests.functions.docstrings as docstring_functions
 from gradverify.inference.choice import Choice
-from gradverify.inference.dataflow import flow_of
-from gradverify.inference.docstrings import documented
 from gradverify.inference.from_signature import infer
-from gradverify.inference.gathers import Gathered, gathered
-from gradverify.inference.intent import phrase
+from gradverify.inference.reading.dataflow import flow_of
+from gradverify.inference.reading.docstrings import documented
+from gradverify.inference.reading.intent import phrase
+from gradverify.inference.rules.gathers import Gathered, gathered
 from gradverify.inference.spec_text import spec_text
 from gradverify.results import Report, Status
 from gradverify.target.loading import load_target

@@ -1,5 +1,5 @@
 """A guess on which a slice with literals comes out empty is a less preferred guess
-(gradverify.inference.emptied, tests/functions/emptied.py): zero-config chooses a size on
+(gradverify.inference.search.emptied, tests/functions/emptied.py): zero-config chooses a size on
 which no slice empties, passes the correct twin there and fails the buggy one; a Function
 on which nothing empties keeps the guess it had."""
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from gradverify.inference.choice import TENSOR, Choice
-from gradverify.inference.emptied import enlarged
-from gradverify.inference.probe import probe
+from gradverify.inference.search.emptied import enlarged
+from gradverify.inference.search.probe import probe
 from gradverify.results import Status
 from gradverify.target.loading import load_target
 from tests.inference import runs

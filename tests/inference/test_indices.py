@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from gradverify.inference.dataflow import flow_of
 from gradverify.inference.from_signature import Inference, infer
-from gradverify.inference.indices import counts, pairs, read_partners
+from gradverify.inference.reading.dataflow import flow_of
+from gradverify.inference.rules.indices import counts, pairs, read_partners
 from gradverify.results import Report
 from gradverify.run import session
 from gradverify.run.session import RunOptions

@@ -1,4 +1,4 @@
-"""One rule for intent (gradverify.inference.intent, judged by gradverify.engine.intent): the
+"""One rule for intent (gradverify.inference.reading.intent, judged by gradverify.engine.intent): the
 derivative of forward is the contract unless the spec, [tool.gradverify] surrogates, the
 words around the Function or its construction say otherwise, argument by argument. The
 four shapes of surrogate met in real packages pass with their evidence named; a forgotten
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gradverify.inference.intent import constructed, declaration, phrase, said
+from gradverify.inference.reading.intent import constructed, declaration, phrase, said
 from gradverify.results import Report, Status
 from gradverify.spec.config import conventional_surrogate
 from gradverify.target.loading import load_target

@@ -6,7 +6,7 @@ only while lo < hi, so a case that breaks the order is a failed guess, not a fin
 from __future__ import annotations
 
 from gradverify.inference.choice import Choice
-from gradverify.inference.order import Order, read_orders
+from gradverify.inference.rules.order import Order, read_orders
 from gradverify.inference.spec_text import spec_text
 from gradverify.results import Status
 from gradverify.target.loading import load_target

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gradverify.inference.choice import TENSOR, Choice
 from gradverify.inference.from_signature import infer
-from gradverify.inference.probe import probe
+from gradverify.inference.search.probe import probe
 from gradverify.inference.spec_text import spec_text
 from gradverify.inference.surrogates import passed_through
 from gradverify.inference.zeroconfig import infer_entry

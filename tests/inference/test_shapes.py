@@ -5,9 +5,9 @@ square matrices; each with a buggy Function only it reaches, and the correct twi
 
 from __future__ import annotations
 
-from gradverify.inference.dataflow import flow_of
 from gradverify.inference.from_signature import Inference
-from gradverify.inference.shapes import components
+from gradverify.inference.reading.dataflow import flow_of
+from gradverify.inference.rules.shapes import components
 from gradverify.results import Report, Status
 from tests.functions import shapes
 from tests.inference import runs

@@ -30,7 +30,7 @@ from gradverify.engine.explore.numbers import changed_numbers, numbers_of, with_
 from gradverify.engine.explore.shrink import Found, Shrinker
 from gradverify.engine.explore.snippet import case_snippet, fits_in_values
 from gradverify.engine.off_kinks import settle_inputs
-from gradverify.inference.order import numbers_out_of_order
+from gradverify.inference.rules.order import numbers_out_of_order
 from gradverify.inputs import KINK_MARGIN_EPS, build_inputs
 from gradverify.results import Branches, Explored, Result, Status
 from gradverify.spec.models import Case

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.dataflow import Sources, flow_of, local_sources, sources_in
-from gradverify.inference.source import BranchPoints, branch_points, literal_comparisons
+from gradverify.inference.reading.dataflow import Sources, flow_of, local_sources, sources_in
+from gradverify.inference.reading.source import BranchPoints, branch_points, literal_comparisons
 from gradverify.target.syntax import FunctionNode, parsed_function
 
 if TYPE_CHECKING:

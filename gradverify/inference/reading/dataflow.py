@@ -2,7 +2,7 @@
 their syntax trees without running them: `q = p.abs() - half_extents` derives from `p` and
 `half_extents`; in backward, `p, q = ctx.saved_tensors` from what forward saved, and
 `ctx.alpha` from what forward stored there. The rules that reach the branches
-(gradverify.inference.branches, indices, shapes, scalars) read their facts through it.
+(gradverify.inference.rules.branches, indices, shapes, scalars) read their facts through it.
 
 Importing this module never imports torch.
 """

@@ -35,7 +35,7 @@ import tokenize
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.docstrings import docstrings
+from gradverify.inference.reading.docstrings import docstrings
 from gradverify.target.syntax import called_name, own_nodes, parsed_function
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def _texts(target: Target) -> Iterator[tuple[str, str]]:
     for comment in _comments(cls):
         yield "a comment in its body", comment
     yield from _module_docs(cls)
-    from gradverify.inference.call_sites import callers
+    from gradverify.inference.reading.call_sites import callers
 
     for caller in callers(target):
         if caller.applies > 1:  # a module that applies several Functions speaks of them all
@@ -299,7 +299,7 @@ def _step(target: Target, name: str) -> str | None:
     `name`, as written (`v > 0`, `torch.round(x * 4)`); None where an output also depends on
     it smoothly (`torch.where(x < lo, lo, x)` is linear in lo) or not at all. A Python `if`
     or `assert` on values is a precondition (`if lo >= hi: raise`), never a step."""
-    from gradverify.inference.dataflow import target_flow
+    from gradverify.inference.reading.dataflow import target_flow
 
     flow = target_flow(target)
     if flow.forward is None:

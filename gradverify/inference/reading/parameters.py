@@ -15,12 +15,12 @@ import inspect
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.docstrings import docstrings, documented
-from gradverify.inference.quadratic import quadratic_forms
-from gradverify.inference.sparse import sparse_operands
+from gradverify.inference.reading.contract import Contract
+from gradverify.inference.reading.docstrings import docstrings, documented
+from gradverify.inference.reading.quadratic import quadratic_forms
+from gradverify.inference.reading.sparse import sparse_operands
 from gradverify.target.syntax import called_name, own_nodes, parsed_function
 
 if TYPE_CHECKING:
@@ -51,39 +51,6 @@ UPPER_BY_DEFAULT = frozenset({"triangular_solve"})
 SIZES = (3, 4, 5, 6, 7, 8)
 BATCH_NAMES = frozenset({"B", "b", "batch", "N_batch", "bs"})
 JAXTYPING = re.compile(r"\w+\[\s*[\w.]+\s*,\s*['\"]([^'\"]*)['\"]\s*\]")
-
-
-@dataclass(frozen=True)
-class Contract:
-    """What the code says of one parameter; each part None where it says nothing."""
-
-    kind: str | None = None  # CALLABLE, SHAPE, OUT, MASK
-    dims: tuple[str, ...] | None = None  # symbolic shape: ("B", "N", "9")
-    rank: int | None = None
-    sizes: tuple[tuple[int, int], ...] = ()  # (dim, size) from asserts: ((-1, 9),)
-    structure: str | None = None
-    reasons: tuple[str, ...] = field(default_factory=tuple)
-    constant: bool = False  # said to receive no gradient: requires_grad false
-    odd: frozenset[str] = frozenset()  # named dims whose size must be odd (`K odd`)
-    loose: bool = False  # only a word gave the shape (`scalar`): a number would do too
-
-    @property
-    def reason(self) -> str:
-        return "; ".join(dict.fromkeys(self.reasons))
-
-    def merged(self, other: Contract) -> Contract:
-        """This, with what `other` adds where this says nothing."""
-        return Contract(
-            self.kind or other.kind,
-            self.dims or other.dims,
-            self.rank or other.rank,
-            self.sizes + tuple(s for s in other.sizes if s[0] not in dict(self.sizes)),
-            self.structure or other.structure,
-            self.reasons + other.reasons,
-            self.constant or other.constant,
-            self.odd | other.odd,
-            self.loose if self.dims is not None else other.loose,
-        )
 
 
 def read_contract(target: Target) -> dict[str, Contract]:
@@ -222,7 +189,7 @@ def _annotated(target: Target, forward: Any, parameters: list[str]) -> dict[str,
 
 
 def _documented(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
-    """A docstring entry of a parameter (gradverify.inference.docstrings): its shape, the
+    """A docstring entry of a parameter (gradverify.inference.reading.docstrings): its shape, the
     structure its words ask for, and whether it is a constant."""
     backward = getattr(target.obj, "backward", None)
     texts = docstrings(target.obj, forward, backward)

@@ -11,17 +11,15 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.reading.contract import Contract
 from gradverify.target.syntax import own_nodes, parsed_function
 
 if TYPE_CHECKING:
-    from gradverify.inference.contract import Contract
     from gradverify.target.loaded import Target
 
 
 def quadratic_forms(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
     """A symmetric contract for each parameter forward reads in a quadratic form."""
-    from gradverify.inference.contract import Contract
-
     node = parsed_function(forward)
     if node is None:
         return {}

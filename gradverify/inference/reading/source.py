@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.annotations import annotations_of
+from gradverify.inference.reading.annotations import annotations_of
 from gradverify.target.syntax import FunctionNode, called_name, own_nodes, parsed_function
 
 if TYPE_CHECKING:

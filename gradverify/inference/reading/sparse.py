@@ -14,10 +14,10 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.reading.contract import Contract
 from gradverify.target.syntax import own_nodes, parsed_function
 
 if TYPE_CHECKING:
-    from gradverify.inference.contract import Contract
     from gradverify.target.loaded import Target
 
 SPARSE_NAMES = re.compile(r"^(sparse|sparse_\w+|\w+_sparse|sp_\w+)$", re.IGNORECASE)
@@ -27,7 +27,6 @@ SPARSE_METHODS = frozenset({"_indices", "_values", "coalesce", "is_coalesced", "
 
 def sparse_operands(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
     """A constant contract for each parameter forward takes as a sparse matrix."""
-    from gradverify.inference.contract import Contract
 
     found = {
         name: f"named {name}: a sparse matrix" for name in parameters if SPARSE_NAMES.match(name)

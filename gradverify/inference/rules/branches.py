@@ -6,7 +6,7 @@ with another input (`half_extents`, `radius`, `scale`) is drawn positive, and tw
 cases put the compared tensor above and below the others: every point inside the box, then
 (nearly) every point outside it.
 
-An ordered pair (`lo < hi`, gradverify.inference.order) is never the one moved: the other
+An ordered pair (`lo < hi`, gradverify.inference.rules.order) is never the one moved: the other
 tensor a comparison reads goes above both, then below both.
 
 Importing this module never imports torch.
@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.called import Helper, called_helpers
 from gradverify.inference.choice import NUMBER, POSITIVE, Choice, is_float_tensor, with_choice
-from gradverify.inference.dataflow import Flow, reads_shape, sources_in, target_flow
 from gradverify.inference.extra import Extra
-from gradverify.inference.order import ordered_names
+from gradverify.inference.reading.called import Helper, called_helpers
+from gradverify.inference.reading.dataflow import Flow, reads_shape, sources_in, target_flow
+from gradverify.inference.rules.order import ordered_names
 from gradverify.target.syntax import FunctionNode, called_name, own_nodes
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def compared_groups(
 
 
 def target_helpers(target: Target) -> tuple[Helper, ...]:
-    """The functions a Function's forward and backward call (gradverify.inference.called)."""
+    """The functions a Function's forward and backward call (gradverify.inference.reading.called)."""
     if target.op is not None or not target.is_function:
         return ()
     forward = getattr(target.obj, "forward", None)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import TENSOR, Choice, is_float_tensor
-from gradverify.inference.dataflow import Flow, target_flow
+from gradverify.inference.reading.dataflow import Flow, target_flow
 from gradverify.target.syntax import called_name, literal_int, own_nodes
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import NUMBER, TENSOR, Choice, is_float_tensor, with_choice
-from gradverify.inference.dataflow import Flow, target_flow
 from gradverify.inference.extra import Extra
+from gradverify.inference.reading.dataflow import Flow, target_flow
 from gradverify.target.syntax import called_name, own_nodes
 
 if TYPE_CHECKING:

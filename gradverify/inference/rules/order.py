@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.choice import LITERAL, NUMBER, Choice, is_float_tensor
-from gradverify.inference.docstrings import docstrings
+from gradverify.inference.reading.docstrings import docstrings
 from gradverify.target.syntax import called_name, own_nodes, parsed_function
 
 if TYPE_CHECKING:

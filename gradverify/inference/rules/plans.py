@@ -11,19 +11,23 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.annotations import annotations_of
-from gradverify.inference.call_sites import Passed, buffers_at_call_sites, passed_at_call_sites
 from gradverify.inference.choice import CALLABLE, LITERAL, NUMBER, TENSOR, Choice
-from gradverify.inference.contract import (
+from gradverify.inference.reading.annotations import annotations_of
+from gradverify.inference.reading.call_sites import (
+    Passed,
+    buffers_at_call_sites,
+    passed_at_call_sites,
+)
+from gradverify.inference.reading.contract import Contract
+from gradverify.inference.reading.parameters import (
     MASK,
     OUT,
     SHAPE,
-    Contract,
     concrete_shape,
     divided_symbols,
     read_contract,
 )
-from gradverify.inference.source import is_mask, source_facts
+from gradverify.inference.reading.source import is_mask, source_facts
 from gradverify.spec.models import MATRIX_STRUCTURES
 
 if TYPE_CHECKING:
@@ -75,11 +79,11 @@ class Plan:
     flexible: bool = True  # the other kind may be tried too
     requires_grad: bool = True
 
-    indices: bool = False  # an integer index tensor (gradverify.inference.source)
+    indices: bool = False  # an integer index tensor (gradverify.inference.reading.source)
     mask: bool = False  # the index tensor is a bool mask
     optional_tensor: bool = False  # None by default, a tensor where given (`bias=None`)
     structure: str | None = (
-        None  # what the code asks its values to be (gradverify.inference.contract)
+        None  # what the code asks its values to be (gradverify.inference.reading.parameters)
     )
     fixed: tuple[int, ...] | None = None  # the shape the code asks for, whatever the layout
     a_shape: bool = False  # a tuple of ints: the first tensor's shape
@@ -230,7 +234,7 @@ def _heeded(said: Contract | None, annotation: str, indexes: bool) -> Contract |
 
 
 def _as_called(index: int, name: str, passed: Passed) -> Plan:
-    """What every call site of the package passes (gradverify.inference.call_sites)."""
+    """What every call site of the package passes (gradverify.inference.reading.call_sites)."""
     reason = f"as the package calls it ({passed.where})"
     if passed.function:
         return Plan(index, name, CALLABLE, passed.value, reason, flexible=False)
@@ -239,7 +243,7 @@ def _as_called(index: int, name: str, passed: Passed) -> Plan:
 
 
 def _contracted(index: int, name: str, said: Contract, symbols: dict[str, int]) -> Plan | None:
-    """The plan for a parameter the code says something of (gradverify.inference.contract)."""
+    """The plan for a parameter the code says something of (gradverify.inference.reading.parameters)."""
     reason = said.reason
     if said.kind == CALLABLE:  # flexible: a tensor after all where the name misled (`f`)
         return Plan(index, name, CALLABLE, CALLABLES[0], reason)

@@ -15,12 +15,12 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import LITERAL, TENSOR, Choice, is_float_tensor, with_choice
-from gradverify.inference.dataflow import Flow, target_flow
 from gradverify.inference.extra import Extra
-from gradverify.inference.probe import probe
+from gradverify.inference.reading.dataflow import Flow, target_flow
 from gradverify.target.syntax import own_nodes
 
 if TYPE_CHECKING:
+    from gradverify.inference.rules import Trial
     from gradverify.target.loaded import Target
 
 # How far the tensor's value may lie from the default: near it, inside forward's domain.
@@ -42,9 +42,10 @@ def in_arithmetic(flow: Flow) -> frozenset[str]:
     return frozenset(found)
 
 
-def as_tensors(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
+def as_tensors(target: Target, base: Sequence[Choice], trial: Trial) -> Iterator[Extra]:
     """Each float default forward uses in arithmetic with tensors, as a 0-d tensor near it
-    that requires grad, where backward gives it a gradient."""
+    that requires grad, where backward gives it a gradient (`trial` runs forward and
+    backward on a guess: the search's probe)."""
     if not any(is_float_tensor(c) for c in base):
         return
     used = in_arithmetic(target_flow(target))
@@ -60,6 +61,6 @@ def as_tensors(target: Target, base: Sequence[Choice]) -> Iterator[Extra]:
             low=value - spread, high=value + spread,
         )  # fmt: skip
         changed = with_choice(base, index, tensor)
-        outcome = probe(target, changed)
+        outcome = trial(target, changed)
         if outcome.stage == "done" and index not in outcome.none + outcome.wrong_shape:
             yield Extra(f"{choice.name} [] near {value:g}", changed)

@@ -18,9 +18,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import Choice, is_float_tensor, with_choice
-from gradverify.inference.dataflow import Flow, target_flow
 from gradverify.inference.extra import Extra
-from gradverify.inference.plans import ELEMENTWISE, Plan
+from gradverify.inference.reading.dataflow import Flow, target_flow
+from gradverify.inference.rules.plans import ELEMENTWISE, Plan
 from gradverify.target.syntax import called_name, literal_int, own_nodes
 
 if TYPE_CHECKING:

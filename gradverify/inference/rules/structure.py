@@ -1,5 +1,5 @@
 """Structured inputs beside the plain ones: where the code asks for a structure (symmetric,
-SPD, triangular, orthogonal, a simplex; gradverify.inference.contract), the base case has
+SPD, triangular, orthogonal, a simplex; gradverify.inference.reading.parameters), the base case has
 it, and a twin case without it is tried too. A finding on the twin that the structured case
 does not show is the Function's contract, reported as a warning (gradverify.engine.contracts),
 never as a failure.

@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import CALLABLE, NUMBER, TENSOR, Choice, with_choice
-from gradverify.inference.plans import CALLABLES, ELEMENTWISE, LISTED, NUMBERS, Plan
-from gradverify.inference.probe import NOT_FINITE, STAGES, ProbeOutcome, probe
+from gradverify.inference.rules.plans import CALLABLES, ELEMENTWISE, LISTED, NUMBERS, Plan
+from gradverify.inference.search.probe import NOT_FINITE, STAGES, ProbeOutcome, probe
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target

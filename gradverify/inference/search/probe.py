@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.choice import CASE
-from gradverify.inference.emptied import watching
-from gradverify.inference.precision import cast
+from gradverify.inference.search.emptied import watching
+from gradverify.inference.search.precision import cast
 
 if TYPE_CHECKING:
     from gradverify.inference.choice import Choice
@@ -63,7 +63,7 @@ class ProbeOutcome:
     size_error: bool = False  # backward raised a RuntimeError of sizes that disagree
     # A slice forward or backward took came out empty of a tensor with elements (`[..., 4:]
     # of a [2, 4] tensor`): a guess below the sizes the code slices for
-    # (gradverify.inference.emptied), less preferred.
+    # (gradverify.inference.search.emptied), less preferred.
     emptied: str | None = None
 
 
