@@ -10,6 +10,10 @@ import textwrap
 from typing import Any
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+# Names that stand for a module in the code gradverify reads, whatever the module imports.
+MODULE_NAMES = frozenset({
+    "torch", "F", "functional", "nn", "linalg", "fft", "special", "np", "numpy", "math",
+})  # fmt: skip
 
 
 def parsed_function(function: Any) -> FunctionNode | None:
@@ -64,3 +68,12 @@ def own_nodes(function: FunctionNode) -> list[ast.AST]:
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             pending.extend(ast.iter_child_nodes(node))
     return found
+
+
+def is_module(node: ast.AST | None, modules: frozenset[str] = MODULE_NAMES) -> bool:
+    """Whether `node`, a call's receiver, is a module (`torch`, `torch.linalg`, `F`) rather
+    than a value: the root of its attribute chain is a name that stands for a module."""
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in modules

@@ -108,12 +108,17 @@ def callers(target: Target) -> list[Caller]:
     natural gradient descent`)."""
     if not target.is_function or not isinstance(target.obj, type):
         return []
-    own = _source_path(target.obj)
+    return callers_of(target.obj)
+
+
+def callers_of(function_class: type) -> list[Caller]:
+    """`callers` of a Function class."""
+    own = _source_path(function_class)
     if own is None:
         return []
     found: dict[tuple[str, str], Caller] = {}
     for path in _package_files(own):
-        calls = _apply_calls(path, target.obj.__name__)
+        calls = _apply_calls(path, function_class.__name__)
         tree = _tree(path) if calls else None
         if tree is None:
             continue

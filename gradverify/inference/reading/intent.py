@@ -27,16 +27,12 @@ Importing this module never imports torch; `constructed` does.
 from __future__ import annotations
 
 import ast
-import inspect
-import io
 import re
-import sys
-import tokenize
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gradverify.inference.reading.docstrings import docstrings
-from gradverify.target.syntax import called_name, own_nodes, parsed_function
+from gradverify.inference.reading.facts import code_facts
+from gradverify.target.syntax import called_name, is_module, own_nodes, parsed_function
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -102,52 +98,17 @@ def phrase(text: str) -> str | None:
 
 def _texts(target: Target) -> Iterator[tuple[str, str]]:
     """(where, text) for each piece of prose around the Function, nearest first."""
-    cls = target.obj
-    methods = [getattr(cls, name, None) for name in ("forward", "backward")]
-    for text in docstrings(cls, *methods):
+    facts = code_facts(target)
+    for text in facts.docstrings:
         yield "its docstring", text
-    for comment in _comments(cls):
+    for comment in facts.comments:
         yield "a comment in its body", comment
-    yield from _module_docs(cls)
-    from gradverify.inference.reading.call_sites import callers
-
-    for caller in callers(target):
+    if facts.module_doc is not None:
+        yield f"the docstring of module {facts.module}", facts.module_doc
+    for caller in facts.callers:
         if caller.applies > 1:  # a module that applies several Functions speaks of them all
             continue
         yield f"the docstring of {caller.name} ({caller.where}), which calls it,", caller.docstring
-
-
-def _comments(cls: Any) -> list[str]:
-    try:
-        source = inspect.getsource(cls)
-    except (OSError, TypeError):
-        return []
-    found = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT:
-                found.append(token.string.lstrip("#").strip())
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return found
-    return found
-
-
-def _module_docs(cls: Any) -> Iterator[tuple[str, str]]:
-    """The docstring of the Function's module, where the module defines no other Function:
-    a module's words speak of what it holds, and of one Function only when it holds one."""
-    module = sys.modules.get(getattr(cls, "__module__", "") or "")
-    doc = getattr(module, "__doc__", None)
-    if module is None or not isinstance(doc, str) or module.__name__.startswith("torch"):
-        return
-    functions = {
-        value
-        for value in vars(module).values()
-        if inspect.isclass(value)
-        and value.__module__ == module.__name__
-        and any(base.__name__ == "Function" for base in value.__mro__[1:])
-    }
-    if functions <= {cls}:
-        yield f"the docstring of module {module.__name__}", inspect.cleandoc(doc)
 
 
 def constructed(target: Target, arguments: Sequence[Any], index: int) -> str | None:
@@ -369,16 +330,12 @@ def _call_sources(call: ast.Call, smooth: Any) -> frozenset[str]:
     arguments = list(call.args) + [k.value for k in call.keywords]
     if name.endswith("_like") and arguments:
         arguments = arguments[1:]  # zeros_like(x): x's shape and dtype, not its values
-    if name.startswith("new_") or receiver is None or _is_module(receiver):
+    if name.startswith("new_") or receiver is None or is_module(receiver):
         receiver = None  # x.new_tensor(lo): lo's values, x's dtype; torch.f(...): no receiver
     found = smooth(receiver) if receiver is not None else frozenset()
     for argument in arguments:
         found |= smooth(argument)
     return found
-
-
-def _is_module(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id in {"torch", "F", "math", "np", "nn"}
 
 
 def _ctx_key(node: ast.Attribute) -> str | None:

@@ -18,10 +18,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.reading.contract import Contract
-from gradverify.inference.reading.docstrings import docstrings, documented
+from gradverify.inference.reading.docstrings import documented
+from gradverify.inference.reading.facts import code_facts
 from gradverify.inference.reading.quadratic import quadratic_forms
 from gradverify.inference.reading.sparse import sparse_operands
-from gradverify.target.syntax import called_name, own_nodes, parsed_function
+from gradverify.target.syntax import called_name, is_module, own_nodes, parsed_function
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -191,8 +192,7 @@ def _annotated(target: Target, forward: Any, parameters: list[str]) -> dict[str,
 def _documented(target: Target, forward: Any, parameters: list[str]) -> dict[str, Contract]:
     """A docstring entry of a parameter (gradverify.inference.reading.docstrings): its shape, the
     structure its words ask for, and whether it is a constant."""
-    backward = getattr(target.obj, "backward", None)
-    texts = docstrings(target.obj, forward, backward)
+    texts = code_facts(target).docstrings  # forward is the class's own: read once
     found = {}
     for name, said in documented(texts, parameters).items():
         found[name] = Contract(
@@ -323,7 +323,7 @@ def _operand(call: ast.Call, position: int) -> ast.AST | None:
     """The argument at `position` as torch.* writes it; as a method (`A.cholesky()`), the
     receiver is the first."""
     func = call.func
-    if isinstance(func, ast.Attribute) and not _is_module(func.value):
+    if isinstance(func, ast.Attribute) and not is_module(func.value):
         if position == 0:
             return func.value
         position -= 1
@@ -366,10 +366,3 @@ def _reaching(operand: ast.AST, sources: dict[str, set[str]]) -> set[str]:
     for _ in range(3):
         reached |= {name for local in list(reached) for name in sources.get(local, ())}
     return reached
-
-
-def _is_module(node: ast.AST) -> bool:
-    root = node
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    return isinstance(root, ast.Name) and root.id in ("torch", "linalg", "F", "np")

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gradverify.inference.reading.annotations import annotations_of
-from gradverify.target.syntax import FunctionNode, called_name, own_nodes, parsed_function
+from gradverify.target.syntax import (
+    FunctionNode,
+    called_name,
+    is_module,
+    own_nodes,
+    parsed_function,
+)
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -192,7 +198,7 @@ def _index_argument(call: ast.Call) -> set[str]:
         return set()
     position, keyword = INDEX_CALLS[name]
     arguments = list(call.args)
-    if isinstance(call.func, ast.Attribute) and not _is_module(call.func.value) and position > 0:
+    if isinstance(call.func, ast.Attribute) and not is_module(call.func.value) and position > 0:
         position -= 1  # weight.index_select(0, idx): the tensor is the receiver
     found = _index_names(arguments[position]) if position < len(arguments) else set()
     for item in call.keywords:
@@ -212,14 +218,6 @@ def _index_names(node: ast.AST) -> set[str]:
     for child in ast.iter_child_nodes(node):
         found |= _index_names(child)
     return found
-
-
-def _is_module(node: ast.AST) -> bool:
-    """`torch`, `F`, `torch.nn.functional`: a module, not a tensor receiver."""
-    root = node
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    return isinstance(root, ast.Name) and root.id in ("torch", "F", "functional", "nn")
 
 
 def _names_in(node: ast.AST) -> set[str]:

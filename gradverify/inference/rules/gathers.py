@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from gradverify.inference.choice import TENSOR, Choice, is_float_tensor
 from gradverify.inference.reading.dataflow import Flow, target_flow
-from gradverify.target.syntax import called_name, literal_int, own_nodes
+from gradverify.target.syntax import called_name, is_module, literal_int, own_nodes
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -85,7 +85,7 @@ def _operands(call: ast.Call) -> tuple[ast.AST, ast.AST] | None:
     name = called_name(call)
     keywords = {keyword.arg: keyword.value for keyword in call.keywords}
     func = call.func
-    module = isinstance(func, ast.Attribute) and _is_module(func.value)
+    module = isinstance(func, ast.Attribute) and is_module(func.value)
     arguments = list(call.args)
     if name == "gather":
         if module:  # torch.gather(input, dim, index)
@@ -134,7 +134,3 @@ def _index(node: ast.AST, parameters: tuple[str, ...]) -> tuple[str, int | None]
             ellipsis = isinstance(first, ast.Constant) and first.value is ...
             return node.value.id, (-1 if ellipsis else nones[0])
     return None
-
-
-def _is_module(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id in ("torch", "F")

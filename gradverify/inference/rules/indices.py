@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from gradverify.inference.choice import NUMBER, TENSOR, Choice, is_float_tensor, with_choice
 from gradverify.inference.extra import Extra
 from gradverify.inference.reading.dataflow import Flow, target_flow
-from gradverify.target.syntax import called_name, own_nodes
+from gradverify.target.syntax import called_name, is_module, own_nodes
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -121,7 +121,7 @@ def _read_arguments(node: ast.AST) -> tuple[ast.AST | None, ast.AST | None]:
         return None, None
     method, function = READING_CALLS[called_name(node)]
     receiver = _receiver(node)
-    if receiver is not None and not _is_module(receiver) and method[0] is None:
+    if receiver is not None and not is_module(receiver) and method[0] is None:
         at = method[1]
         return receiver, node.args[at] if at < len(node.args) else None
     table_at, index_at = function
@@ -139,7 +139,7 @@ def _paired_arguments(
         first = call.args[0] if call.args else keywords.get("input")
         return first, keywords.get("weights"), 0, False
     if name in ("index_put", "index_put_"):  # out.index_put_((ids,), values, accumulate=True)
-        arguments = call.args[1:] if _is_module(_receiver(call)) else call.args
+        arguments = call.args[1:] if is_module(_receiver(call)) else call.args
         indices = arguments[0] if arguments else keywords.get("indices")
         first = (
             indices.elts[0] if isinstance(indices, ast.Tuple | ast.List) and indices.elts else None
@@ -150,7 +150,7 @@ def _paired_arguments(
         return None, None, 0, False
     index_at, source_at, whole = PAIRING_CALLS[name]
     arguments = list(call.args)
-    if isinstance(call.func, ast.Attribute) and _is_module(call.func.value):
+    if isinstance(call.func, ast.Attribute) and is_module(call.func.value):
         arguments = arguments[1:]  # torch.index_add(out, dim, index, source)
     index = arguments[index_at] if index_at < len(arguments) else keywords.get("index")
     source = arguments[source_at] if source_at < len(arguments) else None
@@ -162,10 +162,6 @@ def _paired_arguments(
 
 def _receiver(call: ast.Call) -> ast.AST | None:
     return call.func.value if isinstance(call.func, ast.Attribute) else None
-
-
-def _is_module(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Name) and node.id in ("torch", "F")
 
 
 def counts(flow: Flow) -> frozenset[str]:
