@@ -36,7 +36,7 @@ from gradverify.inference.choice import (
 from gradverify.inference.random_backward import random_backward
 from gradverify.inference.reading.intent import said
 from gradverify.inference.reading.source import source_facts
-from gradverify.inference.rules.plans import choices_for, layouts_for, plans_of
+from gradverify.inference.rules.plans import as_indices, choices_for, layouts_for, plans_of
 from gradverify.inference.rules.shapes import each_rank
 from gradverify.inference.search.emptied import Preference
 from gradverify.inference.search.guesses import Search
@@ -112,6 +112,14 @@ def _base(target: Target) -> Inference:
                 return Inference(target.spec, tuple(found), target.variadic)
         if not (search.not_finite or _refused_range(search.first_error)):
             break
+    indexed = as_indices(plans, search.first_error)  # `segment_ids` where forward asked
+    if indexed != plans:
+        plans, layouts = indexed, layouts_for(indexed)
+        for layout in layouts:
+            choices = fitted(target, in_domain(choices_for(plans, layout), -1.0, 1.0))
+            found = preference.kept(search.settle(choices, plans))
+            if found is not None:
+                return Inference(target.spec, tuple(found), target.variadic)
     if search.forward_ran is None and source_facts(target).complex:
         # forward takes complex numbers apart (`z.imag`, `view_as_real`): perhaps only them
         for layout in layouts:

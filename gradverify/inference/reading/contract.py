@@ -24,6 +24,7 @@ class Contract:
     constant: bool = False  # said to receive no gradient: requires_grad false
     odd: frozenset[str] = frozenset()  # named dims whose size must be odd (`K odd`)
     loose: bool = False  # only a word gave the shape (`scalar`): a number would do too
+    integer: bool = False  # said to hold integers (`int64`, indices): an index tensor
 
     @property
     def reason(self) -> str:
@@ -41,4 +42,5 @@ class Contract:
             self.constant or other.constant,
             self.odd | other.odd,
             self.loose if self.dims is not None else other.loose,
+            self.integer or other.integer,
         )

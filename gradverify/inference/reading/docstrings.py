@@ -52,6 +52,12 @@ CONSTANT_WORDS = re.compile(
     r"|\breceives? no grad|\bnot differentiated\b|\brequires_grad\W+false\b",
     re.I,
 )
+# Words of an entry that make the parameter an integer tensor (`segment_ids: [N] int64`):
+# dtypes, never `indices` (`weight[indices]` reads as weight's entry).
+INTEGER_WORDS = re.compile(
+    r"\bu?int(?:8|16|32|64)\b|\btorch\.long\b|\b(?:Long|Int)Tensor\b|\bintegers?\b"
+    r"(?! (?:number|count|size|scalar))"
+)
 ODD = re.compile(r"\b([A-Za-z_]\w{0,11})\s+(?:is\s+|must\s+be\s+)?odd\b")
 
 
@@ -65,6 +71,7 @@ class Documented:
     odd: frozenset[str] = frozenset()  # named dims whose size must be odd (`K odd`)
     structure: str | None = None
     constant: bool = False  # receives no gradient: requires_grad false
+    integer: bool = False  # an integer tensor by its words (int64, LongTensor, integer)
 
 
 def docstrings(function_class: Any, *methods: Any) -> list[str]:
@@ -82,9 +89,21 @@ def documented(texts: Sequence[str], parameters: Sequence[str]) -> dict[str, Doc
     for text in texts:
         for name, entry in _entries(text, parameters):
             said = _read(entry)
-            if name not in found and (said.dims is not None or said.structure or said.constant):
+            stated = said.dims is not None or said.structure or said.constant or said.integer
+            if name not in found and stated:
                 found[name] = said
     return found
+
+
+def bounding(texts: Sequence[str], parameters: Sequence[str]) -> frozenset[str]:
+    """The parameters the docstrings name as the end of an index range (`each in [0,
+    num_segments)`, `values < n_classes`): counts that index values must stay under."""
+    names = "|".join(re.escape(name) for name in parameters)
+    if not names:
+        return frozenset()
+    bound = re.compile(rf"\[\s*0\s*,\s*`*({names})`*\s*\)|<\s*`*({names})`*\b")
+    found = {m.group(1) or m.group(2) for text in texts for m in bound.finditer(text)}
+    return frozenset(found)
 
 
 def _entries(text: str, parameters: Sequence[str]) -> Iterator[tuple[str, str]]:
@@ -122,7 +141,8 @@ def _read(entry: str) -> Documented:
     odd = frozenset(ODD.findall(entry)) & frozenset(dims or ())
     structure = next((s for pattern, s in STRUCTURE_WORDS if pattern.search(entry)), None)
     constant = bool(CONSTANT_WORDS.search(entry))
-    return Documented(line, () if loose else dims, loose, odd, structure, constant)
+    integer = bool(INTEGER_WORDS.search(entry))
+    return Documented(line, () if loose else dims, loose, odd, structure, constant, integer)
 
 
 def _shape(entry: str) -> tuple[str, ...] | None:

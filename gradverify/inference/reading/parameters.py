@@ -202,6 +202,7 @@ def _documented(target: Target, forward: Any, parameters: list[str]) -> dict[str
             constant=said.constant,
             odd=said.odd,
             loose=said.loose,
+            integer=said.integer,
         )
     return found
 

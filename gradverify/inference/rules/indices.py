@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 from gradverify.inference.choice import NUMBER, TENSOR, Choice, is_float_tensor, with_choice
 from gradverify.inference.extra import Extra
 from gradverify.inference.reading.dataflow import Flow, target_flow
+from gradverify.inference.reading.docstrings import bounding
+from gradverify.inference.reading.facts import code_facts
 from gradverify.target.syntax import called_name, is_module, own_nodes
 
 if TYPE_CHECKING:
@@ -184,7 +186,8 @@ def counts(flow: Flow) -> frozenset[str]:
 
 def fit(target: Target, choices: Sequence[Choice]) -> list[Choice]:
     """`choices` with each paired index as long as its source, narrowed to repeat, and each
-    count one more than the largest index."""
+    count (forward allocates with it, or the docstring ends an index range with it: `[0,
+    num_segments)`) one more than the largest index."""
     if not any(c.dtype == "int64" and c.kind == TENSOR for c in choices):
         return list(choices)
     flow = target_flow(target)
@@ -201,7 +204,8 @@ def fit(target: Target, choices: Sequence[Choice]) -> list[Choice]:
             # a spec's range needs low < high: 0..1 at least
             choice = replace(choice, high=max(1, min(choice.high, math.prod(choice.shape) - 2)))
         fitted.append(choice)
-    return _counts(fitted, counts(flow))
+    documented = bounding(code_facts(target).docstrings, target.parameters)
+    return _counts(fitted, counts(flow) | documented)
 
 
 def _read_beside(

@@ -8,6 +8,7 @@ Importing this module never imports torch.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -155,21 +156,26 @@ def plans_of(target: Target) -> list[Plan]:
     plans: list[Plan] = []
     for index, name in enumerate(target.parameters):
         annotation = annotations.get(name, "")
-        said = _heeded(contracts.get(name), annotation, name in facts.indices)
+        stated = contracts.get(name)
+        # forward indexes with it, or its docstring says it holds integers (`[N] int64`)
+        indexes = name in facts.indices or (stated is not None and stated.integer)
+        said = _heeded(stated, annotation, indexes)
         if said is not None and (annotation in SCALAR_TYPES or name in SCALAR_NAMES):
             said = None  # a number by its annotation or name: no tensor's contract
         contracted = _contracted(index, name, said, symbols) if said is not None else None
-        if index in passed and name not in target.defaults and name not in facts.indices:
+        if index in passed and name not in target.defaults and not indexes:
             plans.append(_as_called(index, name, passed[index]))
-        elif contracted is not None and name in facts.indices:
-            reason = f"forward indexes with it: int64 indices; {contracted.reason}"
+        elif contracted is not None and indexes:
+            why = "forward indexes with it" if name in facts.indices else "its docstring says so"
+            reason = f"{why}: int64 indices; {contracted.reason}"
             plans.append(Plan(index, name, TENSOR, None, reason, False, False, indices=True,
                               fixed=contracted.fixed))  # fmt: skip
         elif contracted is not None:
             plans.append(contracted)
-        elif name in facts.indices and name not in target.defaults and annotation in ("", "Tensor"):
+        elif indexes and name not in target.defaults and annotation in ("", "Tensor"):
             mask = is_mask(name)
-            reason = f"forward indexes with it: {'a bool mask' if mask else 'int64 indices'}"
+            why = "forward indexes with it" if name in facts.indices else "its docstring says so"
+            reason = f"{why}: {'a bool mask' if mask else 'int64 indices'}"
             plans.append(
                 Plan(index, name, TENSOR, None, reason, False, False, indices=True, mask=mask)
             )
@@ -279,3 +285,34 @@ def _written(target: Target, index: int) -> bool:
     """An op's argument its schema marks written (`Tensor(a!)`, from mutates_args): the
     target's dirty arguments, as `custom_ops` reads them off the schema."""
     return target.op is not None and target.dirty.marks(index)
+
+
+# Names an index tensor goes by (`index`, `segment_ids`, `dst`, `batch`), tried as int64
+# indices where forward's error asks for an integer index.
+INDEX_NAMES = re.compile(
+    r"(?:^|_)(?:idx|index|indices|ids?|dst|src|segments?|batch|ptr|labels?|rows?|cols?)(?:$|_)",
+    re.IGNORECASE,
+)
+# torch's words for a float tensor given where it wants an integer index.
+ASKS_FOR_INDICES = re.compile(
+    r"Expected dtype int(?:32|64)(?:/int(?:32|64))? for index|expected scalar type Long"
+    r"|tensors used as indices must be long|must be a LongTensor",
+    re.IGNORECASE,
+)
+
+
+def as_indices(plans: Sequence[Plan], error: str | None) -> list[Plan]:
+    """`plans` with each float tensor named like an index (`segment_ids`, `dst`) made an
+    int64 index, where forward's `error` asks for integer indices; else as they were."""
+    if error is None or not ASKS_FOR_INDICES.search(error):
+        return list(plans)
+    reason = "forward asked for integer indices, and its name reads as one: int64 indices"
+    return [
+        replace(plan, kind=TENSOR, indices=True, mask=False, reason=reason, requires_grad=False)
+        if plan.kind == TENSOR
+        and not plan.indices
+        and plan.index > 0
+        and INDEX_NAMES.search(plan.name)
+        else plan
+        for plan in plans
+    ]
