@@ -123,3 +123,18 @@ class SaturateForgotMask(Function):
     @staticmethod
     def backward(ctx, g):
         return g.clone(), None, None
+
+
+class ClassmethodCube(Function):
+    """x ** 3 written with classmethods (as entmax writes its Functions): forward's first
+    parameter after cls is ctx, so argument 0 is x, which forward reads."""
+
+    @classmethod
+    def forward(cls, ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @classmethod
+    def backward(cls, ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * g * x**2  # a seeded bug: 3 x^2

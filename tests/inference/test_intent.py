@@ -110,3 +110,13 @@ def test_a_precondition_compared_in_forward_is_no_step_of_the_output() -> None:
 
     flat_out = (torch.full((4,), 3.0, dtype=torch.float64), 0.5, 1.0)  # all saturated
     assert constructed(target, flat_out, 0) is None
+
+
+def test_a_classmethod_forward_maps_its_arguments_past_ctx() -> None:
+    target = load_target(f"{FUNCTIONS}:ClassmethodCube")
+    import torch
+
+    x = torch.linspace(-1, 1, 5, dtype=torch.float64)
+    assert constructed(target, (x,), 0) is None  # ctx is no argument forward ignores
+    report = zero_config(f"{FUNCTIONS}:ClassmethodCube", explore=0)
+    assert ("finite_difference", "x") in failures(report)

@@ -119,7 +119,7 @@ def constructed(target: Target, arguments: Sequence[Any], index: int) -> str | N
     if target.op is not None or not target.is_function:
         return None
     forward = parsed_function(getattr(target.obj, "forward", None))
-    names = _parameters(forward)
+    names = list(target.parameters)  # forward's own, past ctx (and cls, self)
     if forward is None or index >= len(names):
         return None
     name = names[index]
@@ -143,7 +143,7 @@ def built_as_surrogate(target: Target, index: int) -> bool:
     if target.op is not None or not target.is_function:
         return False
     forward = parsed_function(getattr(target.obj, "forward", None))
-    names = _parameters(forward)
+    names = list(target.parameters)  # forward's own, past ctx (and cls, self)
     if forward is None or index >= len(names):
         return False
     name = names[index]
@@ -292,7 +292,7 @@ def _smooth_sources(forward: ast.FunctionDef | ast.AsyncFunctionDef) -> Any:
     """A reader of the parameters an expression of forward depends on smoothly: through a
     path that passes no step (a comparison, round, a 0/1 sample), no shape or dtype read and
     no `zeros_like(x)`-style constructor, which take only x's metadata."""
-    parameters = set(_parameters(forward))
+    parameters = set(_parameters(forward))  # a superset (ctx too): any name that flows
     derived: dict[str, frozenset[str]] = {}
 
     def smooth(node: ast.AST | None) -> frozenset[str]:
