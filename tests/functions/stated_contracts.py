@@ -55,3 +55,19 @@ class ScatterRows(Function):
     def backward(ctx: Any, grad: torch.Tensor) -> Any:
         (spread,) = ctx.saved_tensors
         return grad.gather(0, spread), None
+
+
+class PairModulus(Function):
+    """|z| of complex numbers stored as (real, imaginary) pairs along the last axis: forward
+    reads x[..., 0] and x[..., 1], so the axis is two wide."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> Any:
+        output = (x[..., 0] * x[..., 0] + x[..., 1] * x[..., 1]).sqrt()
+        ctx.save_for_backward(x, output)
+        return output
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> Any:
+        x, output = ctx.saved_tensors
+        return x * (grad / output).unsqueeze(-1)

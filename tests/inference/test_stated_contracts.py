@@ -40,3 +40,16 @@ def test_forward_asking_for_integer_indices_makes_the_index_named_one() -> None:
     assert as_indices(plans, "RuntimeError: size mismatch") == list(plans)
     assert chosen(f"{FUNCTIONS}:ScatterRows")["index"].dtype == "int64"
     assert zero_config(f"{FUNCTIONS}:ScatterRows", explore=0).passed
+
+
+def test_an_axis_forward_reads_by_its_components_is_as_wide_as_it_reads() -> None:
+    shapes = [choices[0].shape for _, choices in inferred_cases(f"{FUNCTIONS}:PairModulus")]
+    assert shapes and all(shape[-1] == 2 for shape in shapes)
+    assert zero_config(f"{FUNCTIONS}:PairModulus", explore=0).passed
+
+
+def inferred_cases(target: str) -> list:
+    from tests.inference.runs import inferred
+
+    found = inferred(target)
+    return [("base", found.choices), *found.cases]

@@ -50,8 +50,9 @@ Proposer = Callable[["Target", Sequence[Choice], Trial], Iterator[Extra]]
 
 
 def _components(target: Target, choices: Sequence[Choice]) -> list[Choice]:
-    """An axis forward reads with literals, as wide as the base case got it."""
-    return shapes.with_components(target, choices, kept_only=True)
+    """An axis forward reads with literals (`x[..., 0]`, `x[..., 1]`), as wide as it reads
+    it: a wider one holds entries forward never reads, a guess outside its contract."""
+    return shapes.with_components(target, choices)
 
 
 def _index_ranges(target: Target, choices: Sequence[Choice]) -> list[Choice]:
@@ -77,7 +78,7 @@ def _repeats(target: Target, base: Sequence[Choice], trial: Trial) -> Iterator[E
 
 # In order: each fitter sees what the ones before made of the guess.
 FITTERS: tuple[Fitter, ...] = (
-    _components,  # shapes: literal-read axes as wide as the base case's
+    _components,  # shapes: literal-read axes as wide as forward reads them
     _index_ranges,  # choice: index tensors within what they index
     indices.fit,  # indices: as long as what they pair with, repeating
     gathers.fit,  # gathers: valid for the dim they gather from
