@@ -17,15 +17,13 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gradverify.inference.reading.intent import built_as_surrogate, ignored_by_forward, said
+from gradverify.inference.reading.intent import AS_IS, built_as_surrogate, ignored_by_forward, said
 from gradverify.target.syntax import own_nodes, parsed_function
 
 if TYPE_CHECKING:
     from gradverify.inference.cases import Case
     from gradverify.target.loaded import Target
 
-# Calls on grad_output that leave its values as they are.
-_UNCHANGED = frozenset({"clone", "contiguous", "view_as", "reshape_as", "detach"})
 # Inference.surrogate's prefix for a parameter only backward reads (a gradient's scale).
 STEERED = "only backward reads "
 
@@ -132,7 +130,7 @@ def _unchanged(node: ast.AST | None, names: set[str], starred: str | None) -> bo
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         return starred is not None and node.value.id == starred
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return node.func.attr in _UNCHANGED and _unchanged(node.func.value, names, starred)
+        return node.func.attr in AS_IS and _unchanged(node.func.value, names, starred)
     return False
 
 

@@ -67,14 +67,14 @@ def flow_of(forward: Any, backward: Any, parameters: tuple[str, ...]) -> Flow:
     derived: dict[str, Sources] = {}
     saved: list[Sources] = []
     if forward_node is not None:
-        for statement in _statements(forward_node.body):
+        for statement in statements(forward_node.body):
             _assign(statement, names, derived)
             saved = _saved(statement, names, derived) or saved
     in_backward = {key: value for key, value in derived.items() if key.startswith("ctx.")}
     arguments: frozenset[str] = frozenset()
     if backward_node is not None:
         arguments = frozenset(argument.arg for argument in backward_node.args.args)
-        for statement in _statements(backward_node.body):
+        for statement in statements(backward_node.body):
             _unpack_saved(statement, saved, in_backward)
             _assign(statement, names - arguments, in_backward)
     return Flow(parameters, forward_node, backward_node, derived, in_backward, arguments)
@@ -84,7 +84,7 @@ def local_sources(function: FunctionNode, given: dict[str, Sources]) -> dict[str
     """What each name of `function` (a helper forward or backward calls) derives from, its
     parameters deriving from `given` (`_grad(x, g)` called with x from forward's `x`)."""
     derived = dict(given)
-    for statement in _statements(function.body):
+    for statement in statements(function.body):
         _assign(statement, set(), derived)
     return derived
 
@@ -105,16 +105,16 @@ def reads_shape(node: ast.AST) -> bool:
     return False
 
 
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Statements in source order, into the bodies of if, for, while, with and try."""
     for statement in body:
         yield statement
         for name in ("body", "orelse", "finalbody"):
             inner = getattr(statement, name, None)
             if isinstance(inner, list) and not isinstance(statement, FunctionNode | ast.ClassDef):
-                yield from _statements(inner)
+                yield from statements(inner)
         for handler in getattr(statement, "handlers", []):
-            yield from _statements(handler.body)
+            yield from statements(handler.body)
 
 
 def _assign(statement: ast.stmt, names: set[str], derived: dict[str, Sources]) -> None:

@@ -31,8 +31,15 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gradverify.inference.reading.dataflow import statements
 from gradverify.inference.reading.facts import code_facts
-from gradverify.target.syntax import called_name, is_module, own_nodes, parsed_function
+from gradverify.target.syntax import (
+    FunctionNode,
+    called_name,
+    is_module,
+    own_nodes,
+    parsed_function,
+)
 
 if TYPE_CHECKING:
     from gradverify.target.loaded import Target
@@ -116,13 +123,10 @@ def constructed(target: Target, arguments: Sequence[Any], index: int) -> str | N
     the case's `arguments`: forward does not read it, returns it unchanged, or is piecewise
     constant in it (a step op in forward's code, and forward's outputs do not move when it
     is nudged, at its values and near 0); else None."""
-    if target.op is not None or not target.is_function:
+    read = _read_forward(target, index)
+    if read is None:
         return None
-    forward = parsed_function(getattr(target.obj, "forward", None))
-    names = list(target.parameters)  # forward's own, past ctx (and cls, self)
-    if forward is None or index >= len(names):
-        return None
-    name = names[index]
+    forward, name = read
     if ignored_by_forward(forward, name):
         return f"forward's output does not depend on {name}"
     if _returned_as_is(forward, name):
@@ -140,18 +144,27 @@ def built_as_surrogate(target: Target, index: int) -> bool:
     """Whether forward's code alone makes argument `index` a surrogate (it ignores it,
     returns it unchanged, or reaches it only through a step): `constructed` without the
     runs that confirm a step."""
-    if target.op is not None or not target.is_function:
+    read = _read_forward(target, index)
+    if read is None:
         return False
-    forward = parsed_function(getattr(target.obj, "forward", None))
-    names = list(target.parameters)  # forward's own, past ctx (and cls, self)
-    if forward is None or index >= len(names):
-        return False
-    name = names[index]
+    forward, name = read
     return (
         ignored_by_forward(forward, name)
         or _returned_as_is(forward, name)
         or _step(target, name) is not None
     )
+
+
+def _read_forward(target: Target, index: int) -> tuple[FunctionNode, str] | None:
+    """forward's syntax tree and the name of its argument `index` (as the Target names
+    forward's own parameters, past ctx and cls), for a Function with readable source."""
+    if target.op is not None or not target.is_function:
+        return None
+    forward = parsed_function(getattr(target.obj, "forward", None))
+    names = list(target.parameters)
+    if forward is None or index >= len(names):
+        return None
+    return forward, names[index]
 
 
 def declaration(target: str) -> str:
@@ -204,7 +217,8 @@ def _on_ctx(node: ast.AST) -> bool:
     )
 
 
-_AS_IS = frozenset({"clone", "contiguous", "view_as", "reshape_as", "detach"})
+# Calls that leave a tensor's values as they are (`x.view_as(x)`, `grad.clone()`).
+AS_IS = frozenset({"clone", "contiguous", "view_as", "reshape_as", "detach"})
 
 
 def _returned_as_is(forward: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
@@ -251,7 +265,7 @@ def _as_is(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.Name):
         return node.id == name
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return node.func.attr in _AS_IS and _as_is(node.func.value, name)
+        return node.func.attr in AS_IS and _as_is(node.func.value, name)
     return False
 
 
@@ -317,7 +331,7 @@ def _smooth_sources(forward: ast.FunctionDef | ast.AsyncFunctionDef) -> Any:
             found |= smooth(child)
         return found
 
-    for statement in _in_order(forward.body):
+    for statement in statements(forward.body):
         _bind_smooth(statement, smooth, derived)
     return smooth
 
@@ -361,20 +375,6 @@ def _bind_smooth(statement: ast.stmt, smooth: Any, derived: dict[str, frozenset[
         if in_place and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             key = func.value.id
             derived[key] = derived.get(key, frozenset()) | _call_sources(call, smooth)
-
-
-def _in_order(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements in source order, into the bodies of if, for, while, with and try."""
-    for statement in body:
-        yield statement
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list):
-                yield from _in_order(inner)
-        for handler in getattr(statement, "handlers", []):
-            yield from _in_order(handler.body)
 
 
 def _flat(target: Target, arguments: Sequence[Any], index: int) -> bool:
